@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "gcpstream/util/absl_fmt.h"
+
 #include "absl/status/status.h"
 
 namespace gcpstream::connector {

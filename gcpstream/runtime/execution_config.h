@@ -1,0 +1,38 @@
+#ifndef GCPSTREAM_RUNTIME_EXECUTION_CONFIG_H_
+#define GCPSTREAM_RUNTIME_EXECUTION_CONFIG_H_
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "gcpstream/api/source_reader.h"
+#include "gcpstream/runtime/checkpoint_config.h"
+#include "gcpstream/runtime/exchange.h"
+
+namespace gcpstream::runtime {
+
+// Job-wide settings. Defaults follow Flink's where Flink has one.
+struct ExecutionConfig {
+  // Default parallelism of operators that do not set their own.
+  int parallelism = 1;
+  // Number of key groups: the upper bound of any keyed operator's parallelism, and the unit
+  // keyed data is redistributed by on rescale (Flink's default for small jobs: 128).
+  int max_parallelism = 128;
+  // How often sources ask their watermark generators for a periodic watermark.
+  std::chrono::milliseconds auto_watermark_interval{200};
+  // With watermark alignment: align whole subtasks instead of asking readers to pause splits
+  // (Flink's pipeline.watermark-alignment.allow-unaligned-source-splits).
+  bool allow_unaligned_source_splits = false;
+  ExchangeOptions exchange;
+  SourceReaderOptions source_reader;
+  // Serve Prometheus metrics on this port while the job runs (0 = any free port).
+  std::optional<int> metrics_port;
+  // Write a JSON snapshot of every metric here when the job ends (empty: don't).
+  std::string metrics_json_path;
+  CheckpointConfig checkpointing;
+  RestartStrategy restart_strategy;
+};
+
+}  // namespace gcpstream::runtime
+
+#endif  // GCPSTREAM_RUNTIME_EXECUTION_CONFIG_H_

@@ -1,0 +1,65 @@
+#ifndef GCPSTREAM_RUNTIME_JOB_ATTEMPT_H_
+#define GCPSTREAM_RUNTIME_JOB_ATTEMPT_H_
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gcpstream/runtime/alignment_coordinator.h"
+#include "gcpstream/runtime/coordinator_executor.h"
+#include "gcpstream/runtime/job_graph.h"
+#include "gcpstream/runtime/job_services.h"
+#include "gcpstream/runtime/operator_state.h"
+#include "gcpstream/runtime/subtask.h"
+#include "gcpstream/runtime/timer_service.h"
+
+namespace gcpstream::runtime {
+
+// One run of a job graph: the subtasks, exchanges and coordinators of one attempt. A restart
+// builds a new attempt from the latest checkpoint.
+class JobAttempt {
+ public:
+  // State to restore: per operator uid, per subtask index.
+  using RestoredState = std::map<std::string, std::map<int, OperatorStateReader>>;
+
+  JobAttempt(const JobGraph& graph, JobServices services, RestoredState restored);
+  ~JobAttempt();
+
+  // Builds, starts, and blocks until every subtask has ended. Returns the attempt's outcome.
+  absl::Status run();
+  // Thread-safe: fails the attempt (first failure wins) and cancels every subtask.
+  void fail(absl::Status status);
+
+  JobServices& services() { return services_; }
+
+ private:
+  absl::Status build();
+  OutputBase* build_chain(int node_id, Subtask& subtask, int depth);
+  OutputBase* build_outputs(int node_id, Subtask& subtask, int depth);
+  bool chained(int node_id) const;
+  void on_subtask_done(Subtask& subtask, absl::Status status);
+
+  const JobGraph& graph_;
+  JobServices services_;
+  RestoredState restored_;
+  std::unique_ptr<TimerThread> timers_;
+  std::unique_ptr<CoordinatorExecutor> coordinator_;
+  std::unique_ptr<AlignmentCoordinator> alignment_;
+  std::vector<int> parallelism_;                               // by node id
+  std::map<int, std::unique_ptr<SourceCoordinatorBase>> sources_;  // by node id
+  std::map<int, std::vector<std::shared_ptr<void>>> gates_;   // by consuming node id
+  std::vector<std::unique_ptr<Subtask>> subtasks_;
+  std::map<int, std::vector<Subtask*>> subtasks_by_head_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int running_ = 0;
+  absl::Status failure_;
+};
+
+}  // namespace gcpstream::runtime
+
+#endif  // GCPSTREAM_RUNTIME_JOB_ATTEMPT_H_

@@ -1,0 +1,34 @@
+#ifndef GCPSTREAM_RUNTIME_JOB_SERVICES_H_
+#define GCPSTREAM_RUNTIME_JOB_SERVICES_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "gcpstream/runtime/coordinator_executor.h"
+#include "gcpstream/runtime/execution_config.h"
+#include "gcpstream/runtime/metric_registry.h"
+#include "gcpstream/runtime/timer_service.h"
+
+namespace gcpstream::runtime {
+
+class AlignmentCoordinator;
+
+// What every subtask and coordinator of one job attempt shares. Owned by the job execution;
+// outlives every subtask and coordinator of the attempt.
+struct JobServices {
+  std::string job_name;
+  std::string job_id;
+  int attempt_number = 0;
+  ExecutionConfig config;
+  MetricRegistry* metrics = nullptr;
+  TimerThread* timers = nullptr;
+  CoordinatorExecutor* coordinator = nullptr;
+  AlignmentCoordinator* alignment = nullptr;
+  // Thread-safe: fails the whole job attempt (first failure wins).
+  std::function<void(absl::Status)> fail_job;
+};
+
+}  // namespace gcpstream::runtime
+
+#endif  // GCPSTREAM_RUNTIME_JOB_SERVICES_H_
