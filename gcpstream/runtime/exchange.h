@@ -65,10 +65,15 @@ class ExchangeOutput final : public StreamOperator, public Output<T> {
   }
 
   absl::Status open() override {
-    MailboxExecutor* executor = ctx_.mailbox_executor;
+    // The listener runs on the consumer's thread and may outlive this operator: it holds the
+    // mailbox weakly and only posts a no-op mail that wakes a yielding push().
+    std::weak_ptr<TaskMailbox> mailbox = ctx_.mailbox;
+    const int priority = ctx_.priority;
     for (auto& gate : gates_) {
-      gate->set_space_listener(ctx_.subtask_index, [executor] {
-        executor->execute([] { return absl::OkStatus(); }, "exchange channel has space");
+      gate->set_space_listener(ctx_.subtask_index, [mailbox, priority] {
+        if (auto mb = mailbox.lock()) {
+          mb->put({priority, [] { return absl::OkStatus(); }, "exchange channel has space"});
+        }
       });
     }
     return absl::OkStatus();

@@ -93,10 +93,19 @@ class SourceCoordinator final : public SourceCoordinatorBase,
     const auto& serializer = source_->enumerator_state_serializer();
     GCP_ASSIGN_OR_RETURN(std::string bytes, serializer.serialize(snapshot));
     state.add(kEnumeratorStateList, serializer.version(), std::move(bytes));
+    // Assignments made before this snapshot belong to checkpoint `checkpoint_id` now.
+    auto& slot = assignments_by_checkpoint_[checkpoint_id];
+    for (auto& [subtask, splits] : uncheckpointed_) {
+      for (auto& split : splits) slot[subtask].push_back(std::move(split));
+    }
+    uncheckpointed_.clear();
     return absl::OkStatus();
   }
 
   void notify_checkpoint_complete(std::int64_t checkpoint_id) override {
+    // Those assignments are in the readers' completed state now: forget them.
+    assignments_by_checkpoint_.erase(assignments_by_checkpoint_.begin(),
+                                     assignments_by_checkpoint_.upper_bound(checkpoint_id));
     if (enumerator_) check(enumerator_->notify_checkpoint_complete(checkpoint_id));
   }
   void notify_checkpoint_aborted(std::int64_t checkpoint_id) override {
@@ -117,6 +126,26 @@ class SourceCoordinator final : public SourceCoordinatorBase,
     if (started_) check(enumerator_->add_reader(subtask));
   }
   void unregister_reader(int subtask) { readers_.erase(subtask); }
+  // A reader failed on its own (not as part of a whole-job restore): the splits assigned to it
+  // after the last completed checkpoint are not in any state that will be restored, so they go
+  // back to the enumerator (SplitEnumerator::add_splits_back).
+  void subtask_failed(int subtask) {
+    readers_.erase(subtask);
+    std::vector<SplitT> back;
+    for (auto& [id, by_subtask] : assignments_by_checkpoint_) {
+      auto it = by_subtask.find(subtask);
+      if (it == by_subtask.end()) continue;
+      for (auto& split : it->second) back.push_back(std::move(split));
+      by_subtask.erase(it);
+    }
+    if (auto it = uncheckpointed_.find(subtask); it != uncheckpointed_.end()) {
+      for (auto& split : it->second) back.push_back(std::move(split));
+      uncheckpointed_.erase(it);
+    }
+    if (!back.empty() && enumerator_) {
+      check(enumerator_->add_splits_back(std::move(back), subtask));
+    }
+  }
   void handle_split_request(int subtask) {
     if (started_) check(enumerator_->handle_split_request(subtask));
   }
@@ -138,6 +167,8 @@ class SourceCoordinator final : public SourceCoordinatorBase,
           "source '{}': enumerator assigned splits to unregistered reader {}", name_, subtask)));
       return;
     }
+    auto& tracked = uncheckpointed_[subtask];
+    for (const auto& split : splits) tracked.push_back(split);
     it->second->deliver_splits(std::move(splits));
   }
   void signal_no_more_splits(int subtask) override {
@@ -171,6 +202,9 @@ class SourceCoordinator final : public SourceCoordinatorBase,
   MetricGroup& metrics_;
   std::unique_ptr<SplitEnumerator<SplitT, EnumT>> enumerator_;
   std::map<int, std::shared_ptr<ReaderGateway<SplitT>>> readers_;
+  // Split assignments not yet covered by a completed checkpoint (Flink's assignment tracker).
+  std::map<int, std::vector<SplitT>> uncheckpointed_;
+  std::map<std::int64_t, std::map<int, std::vector<SplitT>>> assignments_by_checkpoint_;
   bool started_ = false;
 };
 

@@ -299,6 +299,12 @@ class SourceOperator final : public StreamOperator, public InputProcessor {
     auto it = channels_.find(id);
     if (it != channels_.end()) return *it->second;
     const int input = valve_.add_input();
+    if (idle_without_splits_) {
+      idle_without_splits_ = false;
+      WatermarkValve::Change active;
+      active.idle = false;
+      pending_.push_back(active);
+    }
     auto [pos, inserted] = channels_.emplace(id, std::make_unique<SplitChannel>(this, id, input));
     return *pos->second;
   }
@@ -343,6 +349,12 @@ class SourceOperator final : public StreamOperator, public InputProcessor {
   absl::Status periodic_emit() {
     if (finished_) return absl::OkStatus();
     const auto now = std::chrono::steady_clock::now();
+    if (channels_.empty() && strategy_.idleness() && !idle_without_splits_ &&
+        now - opened_at_ >= *strategy_.idleness()) {
+      // A reader with nothing to read must not hold the job's watermark back.
+      idle_without_splits_ = true;
+      GCP_RETURN_IF_ERROR(head_->emit_watermark_status(true));
+    }
     for (auto& [id, ch] : channels_) {
       if (ch->generator_) ch->generator_->on_periodic_emit(*ch);
       if (const auto& idleness = strategy_.idleness()) {
@@ -438,6 +450,8 @@ class SourceOperator final : public StreamOperator, public InputProcessor {
   std::shared_ptr<ProcessingTimeService::Timer> report_timer_;
   std::string alignment_id_;
   bool subtask_blocked_by_alignment_ = false;
+  bool idle_without_splits_ = false;
+  SteadyTime opened_at_ = std::chrono::steady_clock::now();
   bool finished_ = false;
   std::atomic<std::int64_t> last_emit_timestamp_{kNoTimestamp};
   std::atomic<std::int64_t> output_watermark_{kMinWatermark};

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "gcpstream/api/mailbox.h"
 #include "gcpstream/api/metrics.h"
+#include "gcpstream/runtime/mailbox.h"
 #include "gcpstream/runtime/operator_state.h"
 
 namespace gcpstream::runtime {
@@ -24,6 +25,10 @@ struct OperatorContext {
   int attempt_number = 0;
   std::optional<std::int64_t> restored_checkpoint_id;
   MailboxExecutor* mailbox_executor = nullptr;  // at this operator's priority
+  // The subtask's mailbox and this operator's priority, for notifications that may outlive
+  // the operator (they hold the mailbox weakly).
+  std::weak_ptr<TaskMailbox> mailbox;
+  int priority = 1;
   ProcessingTimeService* timer_service = nullptr;
   MetricGroup* metric_group = nullptr;          // job.operator.subtask scope
 };

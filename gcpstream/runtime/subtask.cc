@@ -46,6 +46,8 @@ OperatorContext& Subtask::new_operator_context(const std::string& operator_name,
   ctx.max_parallelism = services_.config.max_parallelism;
   ctx.attempt_number = services_.attempt_number;
   ctx.mailbox_executor = executors_.back().get();
+  ctx.mailbox = mailbox_.shared_mailbox();
+  ctx.priority = priority;
   ctx.timer_service = timer_services_.back().get();
   ctx.metric_group = &services_.metrics->group({{"job", services_.job_name},
                                                 {"operator", operator_name},

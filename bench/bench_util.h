@@ -1,0 +1,53 @@
+#ifndef GCPSTREAM_BENCH_BENCH_UTIL_H_
+#define GCPSTREAM_BENCH_BENCH_UTIL_H_
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gcpstream::bench {
+
+// Wall and CPU (user+sys of this process) time of one run.
+struct Measurement {
+  double wall_s = 0;
+  double cpu_s = 0;
+};
+
+inline double CpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto sec = [](const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; };
+  return sec(usage.ru_utime) + sec(usage.ru_stime);
+}
+
+inline Measurement Measure(const std::function<void()>& fn) {
+  const double cpu0 = CpuSeconds();
+  const auto wall0 = std::chrono::steady_clock::now();
+  fn();
+  Measurement m;
+  m.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  m.cpu_s = CpuSeconds() - cpu0;
+  return m;
+}
+
+inline double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// (max - min) / median: the spread reported next to every median.
+inline double Spread(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  const double med = Median(v);
+  return med == 0 ? 0 : (*hi - *lo) / med;
+}
+
+}  // namespace gcpstream::bench
+
+#endif  // GCPSTREAM_BENCH_BENCH_UTIL_H_
