@@ -115,6 +115,13 @@ class ExchangeOutput final : public StreamOperator, public Output<T> {
 
   absl::Status on_idle() override { return flush_all(); }
 
+  absl::Status emit_barrier(const CheckpointBarrier& barrier) override {
+    ChannelEvent event;
+    event.kind = ChannelEvent::Kind::kBarrier;
+    event.barrier = barrier;
+    return broadcast_event(event);
+  }
+
   absl::Status finish() override {
     ChannelEvent end;
     end.kind = ChannelEvent::Kind::kEndOfPartition;

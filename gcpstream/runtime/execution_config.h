@@ -31,7 +31,17 @@ struct ExecutionConfig {
   std::string metrics_json_path;
   CheckpointConfig checkpointing;
   RestartStrategy restart_strategy;
+  // Start from this checkpoint or savepoint: a checkpoint directory, a job directory holding
+  // chk-<n> folders, or a base directory of jobs (the latest complete checkpoint is used).
+  std::string restore_from;
 };
+
+// Whether finished subtasks wait for a final checkpoint (so committers commit through a
+// checkpoint) rather than committing at end of input.
+inline bool FinalCheckpointEnabled(const ExecutionConfig& config) {
+  return config.checkpointing.interval.count() > 0 &&
+         config.checkpointing.final_checkpoint_on_end_of_input;
+}
 
 }  // namespace gcpstream::runtime
 

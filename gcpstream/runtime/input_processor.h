@@ -2,7 +2,10 @@
 #define GCPSTREAM_RUNTIME_INPUT_PROCESSOR_H_
 
 #include <memory>
+#include <optional>
+#include <set>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "gcpstream/runtime/channel.h"
@@ -19,27 +22,35 @@ class InputProcessor {
   virtual absl::StatusOr<MailboxProcessor::ActionResult> process_input() = 0;
 };
 
-// Receives checkpoint barriers from a network input (implemented by the subtask).
+// Receives checkpoint barriers from a network input once they are aligned (implemented by the
+// subtask).
 class BarrierHandler {
  public:
   virtual ~BarrierHandler() = default;
-  // A barrier arrived on `channel` of a gate with `channels` channels.
-  virtual absl::Status on_barrier(int channel, const CheckpointBarrier& barrier) = 0;
-  // `channel` ended: barriers will never arrive on it.
-  virtual absl::Status on_channel_finished(int channel) = 0;
+  // Barrier n has arrived on every input channel that has not ended.
+  virtual absl::Status on_aligned_barrier(const CheckpointBarrier& barrier) = 0;
 };
 
 // Reads an InputGate into the head of the chain: records in order, watermarks combined over
-// channels (WatermarkValve), barriers handed to the BarrierHandler.
+// channels (WatermarkValve), barriers aligned and handed to the BarrierHandler.
+//
+// Alignment: when barrier n arrives on a channel, exactly-once mode blocks that channel (its
+// later records belong to the next checkpoint) until barrier n has arrived on every channel that
+// has not ended; at-least-once mode only counts. A barrier of a newer checkpoint abandons an
+// incomplete alignment (that checkpoint is aborted by its timeout or decline). A
+// stop-with-savepoint barrier is always aligned.
 template <typename T>
 class NetworkInput final : public InputProcessor {
  public:
-  NetworkInput(std::shared_ptr<InputGate<T>> gate, Output<T>* head, BarrierHandler* barriers)
+  NetworkInput(std::shared_ptr<InputGate<T>> gate, Output<T>* head, BarrierHandler* barriers,
+               bool exactly_once = true)
       : gate_(std::move(gate)),
         head_(head),
         barriers_(barriers),
+        exactly_once_(exactly_once),
         valve_(gate_->channel_count()),
-        open_channels_(gate_->channel_count()) {}
+        open_channels_(gate_->channel_count()),
+        finished_(static_cast<std::size_t>(gate_->channel_count()), false) {}
 
   absl::StatusOr<MailboxProcessor::ActionResult> process_input() override {
     auto polled = gate_->poll();
@@ -81,24 +92,56 @@ class NetworkInput final : public InputProcessor {
       case ChannelEvent::Kind::kWatermarkStatus:
         return apply(valve_.on_status(channel, event.idle));
       case ChannelEvent::Kind::kBarrier:
-        if (barriers_ == nullptr) return absl::OkStatus();
-        return barriers_->on_barrier(channel, event.barrier);
+        return on_barrier(channel, event.barrier);
       case ChannelEvent::Kind::kEndOfPartition: {
         --open_channels_;
-        if (barriers_ != nullptr) {
-          if (absl::Status s = barriers_->on_channel_finished(channel); !s.ok()) return s;
-        }
-        return apply(valve_.on_finished(channel));
+        finished_[static_cast<std::size_t>(channel)] = true;
+        if (absl::Status s = apply(valve_.on_finished(channel)); !s.ok()) return s;
+        return maybe_aligned();
       }
     }
     return absl::OkStatus();
   }
 
+  absl::Status on_barrier(int channel, const CheckpointBarrier& barrier) {
+    if (barrier.checkpoint_id <= last_aligned_) return absl::OkStatus();  // late
+    if (aligning_ && barrier.checkpoint_id > aligning_->checkpoint_id) {
+      gate_->unblock_all();  // abandon the older, incomplete alignment
+      aligning_.reset();
+      received_.clear();
+    }
+    if (!aligning_) aligning_ = barrier;
+    received_.insert(channel);
+    if (exactly_once_ || barrier.stop_with_savepoint) gate_->block(channel);
+    return maybe_aligned();
+  }
+
+  absl::Status maybe_aligned() {
+    if (!aligning_) return absl::OkStatus();
+    for (int c = 0; c < gate_->channel_count(); ++c) {
+      if (!finished_[static_cast<std::size_t>(c)] && received_.count(c) == 0) {
+        return absl::OkStatus();
+      }
+    }
+    const CheckpointBarrier barrier = *aligning_;
+    aligning_.reset();
+    received_.clear();
+    last_aligned_ = barrier.checkpoint_id;
+    absl::Status s = barriers_ ? barriers_->on_aligned_barrier(barrier) : absl::OkStatus();
+    gate_->unblock_all();
+    return s;
+  }
+
   std::shared_ptr<InputGate<T>> gate_;
   Output<T>* head_;
   BarrierHandler* barriers_;
+  const bool exactly_once_;
   WatermarkValve valve_;
   int open_channels_;
+  std::vector<bool> finished_;
+  std::optional<CheckpointBarrier> aligning_;
+  std::set<int> received_;
+  std::int64_t last_aligned_ = 0;
 };
 
 }  // namespace gcpstream::runtime

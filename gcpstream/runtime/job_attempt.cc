@@ -5,11 +5,17 @@
 #include "gcpstream/util/absl_fmt.h"
 
 #include "gcpstream/api/status_macros.h"
+#include "gcpstream/runtime/state_redistribution.h"
 
 namespace gcpstream::runtime {
 
-JobAttempt::JobAttempt(const JobGraph& graph, JobServices services, RestoredState restored)
-    : graph_(graph), services_(std::move(services)), restored_(std::move(restored)) {
+JobAttempt::JobAttempt(const JobGraph& graph, JobServices services,
+                       std::shared_ptr<const CompletedCheckpoint> restored,
+                       CheckpointCoordinator::OnCompleted on_completed)
+    : graph_(graph),
+      services_(std::move(services)),
+      restored_checkpoint_(std::move(restored)),
+      on_completed_(std::move(on_completed)) {
   timers_ = std::make_unique<TimerThread>();
   coordinator_ = std::make_unique<CoordinatorExecutor>();
   alignment_ = std::make_unique<AlignmentCoordinator>(coordinator_.get(), timers_.get());
@@ -27,6 +33,7 @@ JobAttempt::~JobAttempt() {
   std::condition_variable cv;
   bool closed = false;
   coordinator_->execute([&] {
+    if (checkpoints_) checkpoints_->shutdown();
     for (auto& [id, c] : sources_) c->close();
     std::lock_guard lock(m);
     closed = true;
@@ -37,6 +44,7 @@ JobAttempt::~JobAttempt() {
     cv.wait_for(lock, std::chrono::seconds(30), [&] { return closed; });
   }
   coordinator_->shutdown();
+  checkpoints_.reset();
   alignment_.reset();
   subtasks_.clear();
   sources_.clear();
@@ -92,6 +100,27 @@ OutputBase* JobAttempt::build_chain(int node_id, Subtask& subtask, int depth) {
   return inst.input;
 }
 
+absl::Status JobAttempt::map_restored_state() {
+  if (!restored_checkpoint_) return absl::OkStatus();
+  std::map<std::string, int> uids;
+  for (const auto& node : graph_.nodes) {
+    uids[node.uid] = parallelism_[static_cast<std::size_t>(node.id)];
+  }
+  for (const auto& [uid, state] : restored_checkpoint_->operators) {
+    auto it = uids.find(uid);
+    if (it == uids.end()) {
+      return absl::FailedPreconditionError(fmt::format(
+          "checkpoint {} holds state of operator '{}', which this job does not have (operators "
+          "are matched by uid; give the operator the uid it had)",
+          restored_checkpoint_->path.empty() ? std::to_string(restored_checkpoint_->id)
+                                             : restored_checkpoint_->path,
+          uid));
+    }
+    restored_[uid] = Redistribute(state, it->second);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status JobAttempt::build() {
   const auto& nodes = graph_.nodes;
   parallelism_.resize(nodes.size());
@@ -105,6 +134,7 @@ absl::Status JobAttempt::build() {
     }
     parallelism_[static_cast<std::size_t>(node.id)] = p;
   }
+  GCP_RETURN_IF_ERROR(map_restored_state());
   // Chain names: "Source: a -> Map -> Sink: b".
   std::map<int, std::string> chain_names;
   std::function<void(int, std::string&)> collect_names = [&](int id, std::string& out) {
@@ -156,10 +186,12 @@ absl::Status JobAttempt::build() {
                                                         s->mailbox(), services_);
         s->add_operator(std::move(op), node.uid);
         s->set_input(input);
+        s->set_is_source(true);
       } else {
         OutputBase* head_input = build_chain(head, *s, 1);
         auto input = node.input_ops->create_network_input(
-            gates_.at(head)[static_cast<std::size_t>(s->index())], head_input, s);
+            gates_.at(head)[static_cast<std::size_t>(s->index())], head_input, s,
+            services_.config.checkpointing.mode == CheckpointingMode::kExactlyOnce);
         InputProcessor* raw = input.get();
         s->set_input(raw, std::move(input));
       }
@@ -172,7 +204,32 @@ absl::Status JobAttempt::build() {
       s->set_restored_state(std::move(state));
     }
   }
+  std::vector<CheckpointParticipant*> participants;
+  for (auto& s : subtasks_) {
+    s->set_participant_index(static_cast<int>(participants.size()));
+    participants.push_back(s.get());
+  }
+  std::vector<SourceCoordinatorBase*> sources;
+  for (auto& [id, c] : sources_) sources.push_back(c.get());
+  std::map<std::string, int> parallelism;
+  for (const auto& node : nodes) parallelism[node.uid] = parallelism_[static_cast<std::size_t>(node.id)];
+  checkpoints_ = std::make_unique<CheckpointCoordinator>(
+      services_, std::move(participants), std::move(sources), std::move(parallelism),
+      restored_checkpoint_ ? restored_checkpoint_->id : 0, on_completed_);
+  services_.checkpoints = checkpoints_.get();
   return absl::OkStatus();
+}
+
+void JobAttempt::trigger_savepoint(std::string directory, bool stop,
+                                   std::function<void(absl::StatusOr<std::string>)> done) {
+  {
+    std::lock_guard lock(mu_);
+    if (!started_ || running_ == 0 || !failure_.ok()) {
+      done(absl::FailedPreconditionError("the job is not running"));
+      return;
+    }
+  }
+  checkpoints_->trigger_savepoint(std::move(directory), stop, std::move(done));
 }
 
 void JobAttempt::fail(absl::Status status) {
@@ -211,7 +268,7 @@ absl::Status JobAttempt::run() {
     const OperatorStateReader* state = nullptr;
     auto it = restored_.find(coordinator->uid());
     if (it != restored_.end()) {
-      auto c = it->second.find(-1);  // the coordinator's state is stored under subtask -1
+      auto c = it->second.find(kCoordinatorSubtask);
       if (c != it->second.end()) state = &c->second;
     }
     coordinator_->execute([this, c = coordinator.get(), state] {
@@ -222,12 +279,14 @@ absl::Status JobAttempt::run() {
   {
     std::lock_guard lock(mu_);
     running_ = static_cast<int>(subtasks_.size());
+    started_ = true;
   }
   for (auto& s : subtasks_) {
     s->start([this](Subtask& subtask, absl::Status status) {
       on_subtask_done(subtask, std::move(status));
     });
   }
+  checkpoints_->start();
   std::unique_lock lock(mu_);
   cv_.wait(lock, [&] { return running_ == 0; });
   return failure_;

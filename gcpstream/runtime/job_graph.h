@@ -36,7 +36,8 @@ class EdgeOps {
       const std::vector<std::shared_ptr<void>>& gates, Partitioning partitioning,
       const ExchangeOptions& options, OperatorContext& ctx) const = 0;
   virtual std::unique_ptr<InputProcessor> create_network_input(
-      const std::shared_ptr<void>& gate, OutputBase* head, BarrierHandler* barriers) const = 0;
+      const std::shared_ptr<void>& gate, OutputBase* head, BarrierHandler* barriers,
+      bool exactly_once) const = 0;
   // Fan-out inside a chain (ownership stays with the caller).
   virtual std::unique_ptr<OutputBase> create_broadcast(
       const std::vector<OutputBase*>& outputs) const = 0;
@@ -79,10 +80,11 @@ class TypedEdgeOps final : public EdgeOps {
     return {std::move(out), input};
   }
   std::unique_ptr<InputProcessor> create_network_input(const std::shared_ptr<void>& gate,
-                                                       OutputBase* head,
-                                                       BarrierHandler* barriers) const override {
+                                                       OutputBase* head, BarrierHandler* barriers,
+                                                       bool exactly_once) const override {
     return std::make_unique<NetworkInput<T>>(std::static_pointer_cast<InputGate<T>>(gate),
-                                             static_cast<Output<T>*>(head), barriers);
+                                             static_cast<Output<T>*>(head), barriers,
+                                             exactly_once);
   }
   std::unique_ptr<OutputBase> create_broadcast(
       const std::vector<OutputBase*>& outputs) const override {

@@ -2,15 +2,16 @@
 
 #include <chrono>
 #include <fstream>
+#include <future>
 #include <random>
 
 #include <fmt/format.h>
-
-#include "gcpstream/util/absl_fmt.h"
 #include <spdlog/spdlog.h>
 
+#include "gcpstream/runtime/checkpoint_storage.h"
 #include "gcpstream/runtime/job_attempt.h"
 #include "gcpstream/runtime/prometheus_reporter.h"
+#include "gcpstream/util/absl_fmt.h"
 
 namespace gcpstream::runtime {
 namespace {
@@ -21,10 +22,53 @@ std::string NewJobId() {
   return fmt::format("{:016x}", gen());
 }
 
+// Restart-strategy bookkeeping across attempts.
+class RestartTracker {
+ public:
+  explicit RestartTracker(const RestartStrategy& strategy) : strategy_(strategy) {}
+
+  // The delay before the next attempt, or nullopt when no further restart is allowed.
+  std::optional<std::chrono::milliseconds> next(std::chrono::steady_clock::time_point started) {
+    switch (strategy_.kind) {
+      case RestartStrategyKind::kNone:
+        return std::nullopt;
+      case RestartStrategyKind::kFixedDelay:
+        if (restarts_ >= strategy_.max_attempts) return std::nullopt;
+        ++restarts_;
+        return strategy_.delay;
+      case RestartStrategyKind::kExponentialDelay: {
+        // Ran long enough without failing: the backoff starts over.
+        if (std::chrono::steady_clock::now() - started >= strategy_.reset_after) {
+          current_ = std::chrono::milliseconds(0);
+        }
+        if (current_.count() == 0) {
+          current_ = strategy_.initial_delay;
+        } else {
+          current_ = std::min(strategy_.max_delay,
+                              std::chrono::milliseconds(static_cast<std::int64_t>(
+                                  static_cast<double>(current_.count()) *
+                                  strategy_.backoff_multiplier)));
+        }
+        ++restarts_;
+        return current_;
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  RestartStrategy strategy_;
+  int restarts_ = 0;
+  std::chrono::milliseconds current_{0};
+};
+
 }  // namespace
 
 JobRunner::JobRunner(std::string job_name, JobGraph graph, ExecutionConfig config)
-    : job_name_(std::move(job_name)), graph_(std::move(graph)), config_(std::move(config)) {}
+    : job_name_(std::move(job_name)),
+      graph_(std::move(graph)),
+      config_(std::move(config)),
+      job_id_(NewJobId()) {}
 
 JobRunner::~JobRunner() = default;
 
@@ -32,13 +76,73 @@ void JobRunner::cancel(absl::Status reason) {
   std::lock_guard lock(mu_);
   if (cancel_reason_.ok()) cancel_reason_ = reason;
   if (attempt_ != nullptr) attempt_->fail(std::move(reason));
+  cv_.notify_all();
+}
+
+std::shared_ptr<const CompletedCheckpoint> JobRunner::latest_checkpoint() const {
+  std::lock_guard lock(mu_);
+  return latest_;
+}
+
+absl::StatusOr<std::string> JobRunner::savepoint(const std::string& directory, bool stop) {
+  auto promise = std::make_shared<std::promise<absl::StatusOr<std::string>>>();
+  auto future = promise->get_future();
+  {
+    std::lock_guard lock(mu_);
+    if (attempt_ == nullptr) return absl::FailedPreconditionError("the job is not running");
+    if (stop) stopping_ = true;
+    attempt_->trigger_savepoint(directory, stop, [promise](absl::StatusOr<std::string> result) {
+      promise->set_value(std::move(result));
+    });
+  }
+  auto result = future.get();
+  if (!result.ok() && stop) {
+    std::lock_guard lock(mu_);
+    stopping_ = false;
+  }
+  return result;
+}
+
+absl::StatusOr<std::string> JobRunner::trigger_savepoint(const std::string& directory) {
+  return savepoint(directory, false);
+}
+
+absl::StatusOr<std::string> JobRunner::stop_with_savepoint(const std::string& directory) {
+  return savepoint(directory, true);
+}
+
+bool JobRunner::wait_before_restart(std::chrono::milliseconds delay) {
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, delay, [&] { return !cancel_reason_.ok(); });
+  return cancel_reason_.ok();
 }
 
 JobResult JobRunner::run() {
   const auto started = std::chrono::steady_clock::now();
   JobResult result;
   result.job_name = job_name_;
-  result.job_id = NewJobId();
+
+  std::shared_ptr<const CompletedCheckpoint> restored;
+  if (!config_.restore_from.empty()) {
+    auto dir = CheckpointStorage::find_latest(config_.restore_from);
+    absl::StatusOr<CompletedCheckpoint> read =
+        dir.ok() ? CheckpointStorage::read(*dir) : absl::StatusOr<CompletedCheckpoint>(dir.status());
+    if (!read.ok()) {
+      result.status = read.status();
+      result.job_id = job_id_;
+      return result;
+    }
+    restored = std::make_shared<const CompletedCheckpoint>(std::move(*read));
+    // Continuing from a checkpoint keeps the job's identity (and its checkpoint folder); a
+    // savepoint starts a new job.
+    if (!restored->is_savepoint && !restored->job_id.empty()) job_id_ = restored->job_id;
+    spdlog::info("job '{}': restoring from {} {} ({})", job_name_,
+                 restored->is_savepoint ? "savepoint" : "checkpoint", restored->id,
+                 restored->path);
+    std::lock_guard lock(mu_);
+    latest_ = restored;
+  }
+  result.job_id = job_id_;
 
   std::unique_ptr<PrometheusReporter> reporter;
   if (config_.metrics_port) {
@@ -51,26 +155,70 @@ JobResult JobRunner::run() {
     spdlog::info("job '{}': metrics at http://127.0.0.1:{}/metrics", job_name_, reporter->port());
   }
 
-  JobServices services;
-  services.job_name = job_name_;
-  services.job_id = result.job_id;
-  services.attempt_number = 0;
-  services.config = config_;
-  services.metrics = &metrics_;
-  {
-    auto attempt = std::make_unique<JobAttempt>(graph_, services, JobAttempt::RestoredState{});
+  RestartTracker restarts(config_.restart_strategy);
+  for (int attempt_number = 0;; ++attempt_number) {
+    JobServices services;
+    services.job_name = job_name_;
+    services.job_id = job_id_;
+    services.attempt_number = attempt_number;
+    services.config = config_;
+    services.metrics = &metrics_;
+    const auto attempt_started = std::chrono::steady_clock::now();
+    absl::Status status;
     {
-      std::lock_guard lock(mu_);
-      attempt_ = attempt.get();
-      if (!cancel_reason_.ok()) attempt_->fail(cancel_reason_);
+      auto attempt = std::make_unique<JobAttempt>(
+          graph_, services, restored, [this](std::shared_ptr<const CompletedCheckpoint> cp) {
+            {
+              std::lock_guard lock(mu_);
+              latest_ = cp;
+            }
+            if (checkpoint_listener_) checkpoint_listener_(*cp);
+          });
+      {
+        std::lock_guard lock(mu_);
+        attempt_ = attempt.get();
+        if (!cancel_reason_.ok()) attempt_->fail(cancel_reason_);
+      }
+      status = attempt->run();
+      {
+        std::lock_guard lock(mu_);
+        attempt_ = nullptr;
+      }
     }
-    result.status = attempt->run();
+    result.restarts = attempt_number;
+    bool cancelled;
     {
       std::lock_guard lock(mu_);
-      attempt_ = nullptr;
+      cancelled = !cancel_reason_.ok();
+      restored = latest_;
+    }
+    if (status.ok() || cancelled) {
+      result.status = status;
+      break;
+    }
+    auto delay = restarts.next(attempt_started);
+    if (!delay) {
+      result.status = status;
+      break;
+    }
+    spdlog::warn("job '{}' attempt {} failed: {}; restarting in {} ms from {}", job_name_,
+                 attempt_number, status, delay->count(),
+                 restored ? fmt::format("checkpoint {}", restored->id)
+                          : std::string("the beginning (no completed checkpoint)"));
+    if (!wait_before_restart(*delay)) {
+      std::lock_guard lock(mu_);
+      result.status = cancel_reason_;
+      break;
     }
   }
 
+  {
+    std::lock_guard lock(mu_);
+    if (latest_) {
+      result.last_completed_checkpoint = latest_->id;
+      result.last_checkpoint_path = latest_->path;
+    }
+  }
   result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - started);
   result.metrics = metrics_.snapshot();

@@ -13,6 +13,7 @@
 namespace gcpstream::runtime {
 
 class AlignmentCoordinator;
+class CheckpointCoordinator;
 
 // What every subtask and coordinator of one job attempt shares. Owned by the job execution;
 // outlives every subtask and coordinator of the attempt.
@@ -25,6 +26,7 @@ struct JobServices {
   TimerThread* timers = nullptr;
   CoordinatorExecutor* coordinator = nullptr;
   AlignmentCoordinator* alignment = nullptr;
+  CheckpointCoordinator* checkpoints = nullptr;
   // Thread-safe: fails the whole job attempt (first failure wins).
   std::function<void(absl::Status)> fail_job;
 };

@@ -157,6 +157,7 @@ class SinkWriterOperator final : public StreamOperator,
       }
     }
     if constexpr (HasCommitter<SinkT>) {
+      if (finished_flush_ && !eoi_snapshot_id_) eoi_snapshot_id_ = checkpoint_id;
       state.declare(kCommittablesList);
       const auto& serializer = sink_->committable_serializer();
       for (const auto& [id, committables] : pending_) {
@@ -171,15 +172,13 @@ class SinkWriterOperator final : public StreamOperator,
 
   absl::Status notify_checkpoint_complete(std::int64_t checkpoint_id) override {
     if constexpr (HasCommitter<SinkT>) {
-      // The final checkpoint also covers what end of input prepared.
-      const std::int64_t upto = final_checkpoint_ ? kEndOfInputCheckpoint : checkpoint_id;
-      return commit_up_to(upto, /*until_done=*/false);
+      // A checkpoint taken after end of input also covers what end of input prepared.
+      const bool covers_end = eoi_snapshot_id_ && checkpoint_id >= *eoi_snapshot_id_;
+      return commit_up_to(covers_end ? kEndOfInputCheckpoint : checkpoint_id,
+                          /*until_done=*/false);
     }
     return absl::OkStatus();
   }
-
-  // The next checkpoint is the final one (the input has ended).
-  void mark_final_checkpoint() { final_checkpoint_ = true; }
 
   absl::Status close() override {
     absl::Status status;
@@ -280,7 +279,8 @@ class SinkWriterOperator final : public StreamOperator,
   std::unique_ptr<SinkWriter<T>> writer_;
   SinkWriterContext context_;
   bool finished_flush_ = false;
-  bool final_checkpoint_ = false;
+  // The first checkpoint whose state includes the end-of-input committables.
+  std::optional<std::int64_t> eoi_snapshot_id_;
   bool restored_ = false;
   std::vector<typename WriterStateOf<SinkT>::type> restored_states_;
   std::unique_ptr<Committer<Committable>> committer_;

@@ -153,9 +153,7 @@ class DataStream {
     fill_input(node);
     node.create_operator = [s](runtime::OutputBase*, runtime::OperatorContext& ctx,
                                runtime::JobServices& services) {
-      const auto& cp = services.config.checkpointing;
-      const bool commit_at_end =
-          cp.interval.count() == 0 || !cp.final_checkpoint_on_end_of_input;
+      const bool commit_at_end = !runtime::FinalCheckpointEnabled(services.config);
       auto op = std::make_unique<runtime::SinkWriterOperator<SinkT>>(s, ctx, commit_at_end);
       runtime::OutputBase* in = static_cast<runtime::Output<T>*>(op.get());
       return runtime::InstantiatedOperator{std::move(op), in};

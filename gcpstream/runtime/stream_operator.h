@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "gcpstream/api/mailbox.h"
 #include "gcpstream/api/metrics.h"
+#include "gcpstream/runtime/channel.h"
 #include "gcpstream/runtime/mailbox.h"
 #include "gcpstream/runtime/operator_state.h"
 
@@ -51,6 +52,11 @@ class StreamOperator {
 
   virtual absl::Status prepare_snapshot_pre_barrier(std::int64_t checkpoint_id) {
     (void)checkpoint_id;
+    return absl::OkStatus();
+  }
+  // Forwards a checkpoint barrier to other subtasks (exchange outputs do; others ignore it).
+  virtual absl::Status emit_barrier(const CheckpointBarrier& barrier) {
+    (void)barrier;
     return absl::OkStatus();
   }
   virtual absl::Status snapshot_state(std::int64_t checkpoint_id, OperatorStateWriter& state) {

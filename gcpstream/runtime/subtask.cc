@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "gcpstream/api/status_macros.h"
 #include "gcpstream/util/absl_fmt.h"
 
 namespace gcpstream::runtime {
@@ -76,6 +77,98 @@ void Subtask::join() {
   if (thread_.joinable()) thread_.join();
 }
 
+void Subtask::post(Mail mail, const char* description) {
+  mailbox_.mailbox().put({TaskMailbox::kTaskPriority, std::move(mail), description});
+}
+
+void Subtask::trigger_checkpoint(const CheckpointBarrier& barrier) {
+  post([this, barrier] { return on_trigger(barrier); }, "trigger checkpoint");
+}
+
+void Subtask::notify_checkpoint_complete(std::int64_t checkpoint_id) {
+  post([this, checkpoint_id] { return on_complete(checkpoint_id); }, "checkpoint complete");
+}
+
+void Subtask::notify_checkpoint_aborted(std::int64_t checkpoint_id) {
+  post(
+      [this, checkpoint_id]() -> absl::Status {
+        if (deferred_trigger_ && deferred_trigger_->checkpoint_id <= checkpoint_id) {
+          deferred_trigger_.reset();
+        }
+        for (auto& entry : operators_) {
+          GCP_RETURN_IF_ERROR(Guard("notify_checkpoint_aborted", entry.uid, [&] {
+            return entry.op->notify_checkpoint_aborted(checkpoint_id);
+          }));
+        }
+        return absl::OkStatus();
+      },
+      "checkpoint aborted");
+}
+
+absl::Status Subtask::on_aligned_barrier(const CheckpointBarrier& barrier) {
+  return perform_checkpoint(barrier);
+}
+
+absl::Status Subtask::on_trigger(const CheckpointBarrier& barrier) {
+  if (barrier.checkpoint_id <= performed_) return absl::OkStatus();
+  if (is_source_ || finished_ || stopped_) return perform_checkpoint(barrier);
+  // A running subtask with inputs takes the checkpoint when the barrier has arrived on all of
+  // them; should its inputs end first, it takes it when it finishes.
+  deferred_trigger_ = barrier;
+  return absl::OkStatus();
+}
+
+absl::Status Subtask::perform_checkpoint(const CheckpointBarrier& barrier) {
+  const std::int64_t id = barrier.checkpoint_id;
+  if (id <= performed_) return absl::OkStatus();
+  performed_ = id;
+  if (deferred_trigger_ && deferred_trigger_->checkpoint_id <= id) deferred_trigger_.reset();
+  if (!finished_ && !stopped_) {
+    // Head first, so what a flush emits still reaches the operators after it; then the
+    // barrier goes downstream before the (possibly slower) snapshots.
+    for (auto it = operators_.rbegin(); it != operators_.rend(); ++it) {
+      GCP_RETURN_IF_ERROR(Guard("prepare_snapshot_pre_barrier", it->uid,
+                                [&] { return it->op->prepare_snapshot_pre_barrier(id); }));
+    }
+    for (auto it = operators_.rbegin(); it != operators_.rend(); ++it) {
+      GCP_RETURN_IF_ERROR(Guard("emit_barrier", it->uid,
+                                [&] { return it->op->emit_barrier(barrier); }));
+    }
+  }
+  SubtaskSnapshot snapshot;
+  for (auto& entry : operators_) {
+    OperatorStateWriter state;
+    GCP_RETURN_IF_ERROR(Guard("snapshot_state", entry.uid,
+                              [&] { return entry.op->snapshot_state(id, state); }));
+    if (state.lists().empty()) continue;
+    snapshot.operators.push_back(
+        {entry.uid, parallelism_, index_, std::move(state.mutable_lists())});
+  }
+  if (services_.checkpoints != nullptr) {
+    services_.checkpoints->acknowledge(id, participant_, std::move(snapshot));
+  }
+  if (finished_ && !first_after_finish_) first_after_finish_ = id;
+  if (barrier.stop_with_savepoint) {
+    stopped_ = true;
+    stop_id_ = id;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Subtask::on_complete(std::int64_t checkpoint_id) {
+  for (auto& entry : operators_) {
+    GCP_RETURN_IF_ERROR(Guard("notify_checkpoint_complete", entry.uid, [&] {
+      return entry.op->notify_checkpoint_complete(checkpoint_id);
+    }));
+  }
+  if (first_after_finish_ && checkpoint_id >= *first_after_finish_) final_done_ = true;
+  if (stop_id_ && checkpoint_id >= *stop_id_) {
+    stop_complete_ = true;
+    mailbox_.resume_default_action();
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Subtask::flush_idle() {
   for (auto& entry : operators_) {
     absl::Status s = entry.op->on_idle();
@@ -104,6 +197,12 @@ absl::Status Subtask::run_lifecycle() {
   }
   if (status.ok()) {
     status = mailbox_.run([this]() -> absl::StatusOr<MailboxProcessor::ActionResult> {
+      if (stopped_) {
+        // After a stop-with-savepoint barrier nothing more is read; the subtask ends once the
+        // savepoint completed (and committers committed).
+        return stop_complete_ ? MailboxProcessor::ActionResult::kEndOfInput
+                              : MailboxProcessor::ActionResult::kNothingAvailable;
+      }
       auto result = input_->process_input();
       if (result.ok() && *result == MailboxProcessor::ActionResult::kNothingAvailable) {
         absl::Status s = flush_idle();
@@ -112,12 +211,23 @@ absl::Status Subtask::run_lifecycle() {
       return result;
     });
   }
-  if (status.ok()) {
+  if (status.ok() && !stopped_) {
     // End of input: finish head first, so what an upstream operator emits while finishing
     // still reaches the operators after it.
     for (auto it = operators_.rbegin(); it != operators_.rend(); ++it) {
       status = Guard("finish", it->uid, [&] { return it->op->finish(); });
       if (!status.ok()) break;
+    }
+    finished_ = true;
+    if (status.ok() && services_.checkpoints != nullptr &&
+        FinalCheckpointEnabled(services_.config)) {
+      // A checkpoint triggered while our inputs were still open is taken now.
+      if (deferred_trigger_) status = perform_checkpoint(*deferred_trigger_);
+      if (status.ok()) {
+        services_.checkpoints->participant_finished(participant_);
+        status = mailbox_.run_mails_until([this] { return final_done_; });
+        if (status.ok()) services_.checkpoints->participant_exited(participant_);
+      }
     }
   }
   if (!status.ok()) mailbox_.fail(status);
@@ -131,17 +241,6 @@ absl::Status Subtask::run_lifecycle() {
   for (auto& ctx : contexts_) services_.metrics->freeze(*ctx.metric_group);
   mailbox_.mailbox().close();
   return status;
-}
-
-absl::Status Subtask::on_barrier(int channel, const CheckpointBarrier& barrier) {
-  (void)channel;
-  (void)barrier;
-  return absl::OkStatus();
-}
-
-absl::Status Subtask::on_channel_finished(int channel) {
-  (void)channel;
-  return absl::OkStatus();
 }
 
 }  // namespace gcpstream::runtime

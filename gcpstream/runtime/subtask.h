@@ -5,10 +5,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "gcpstream/runtime/checkpoint_coordinator.h"
 #include "gcpstream/runtime/input_processor.h"
 #include "gcpstream/runtime/job_services.h"
 #include "gcpstream/runtime/mailbox.h"
@@ -19,15 +21,21 @@
 namespace gcpstream::runtime {
 
 // One parallel instance of a chain: a thread, its mailbox, the chain's operators and its input.
-// Built by the job runner, then started; everything after start() runs on its thread except
-// cancel() and the mails other threads post.
-class Subtask final : public BarrierHandler {
+// Built by the job attempt, then started; everything after start() runs on its thread except
+// cancel() and the CheckpointParticipant methods, which post mails.
+//
+// Checkpoints: a source subtask (or one whose input has ended) performs checkpoint n when the
+// coordinator's trigger mail arrives; any other subtask performs it when barrier n is aligned on
+// its input. Performing = prepare_snapshot_pre_barrier on every operator (sinks flush), forward
+// the barrier downstream, snapshot every operator, acknowledge to the coordinator. After its
+// input ends (and finish() ran), a subtask stays alive until a checkpoint it took after
+// finishing has completed, so committers commit end-of-input data.
+class Subtask final : public BarrierHandler, public CheckpointParticipant {
  public:
   Subtask(std::string chain_name, int index, int parallelism, JobServices& services);
   ~Subtask() override;
 
   // --- building (before start) ---
-  // A context for an operator of node `uid` at chain position `priority` (>= 1).
   OperatorContext& new_operator_context(const std::string& operator_name, const std::string& uid,
                                         int priority);
   // Operators in creation order: downstream ones first. Opened in this order, finished and
@@ -35,26 +43,27 @@ class Subtask final : public BarrierHandler {
   void add_operator(std::unique_ptr<StreamOperator> op, const std::string& uid);
   void keep(std::unique_ptr<OutputBase> output) { owned_outputs_.push_back(std::move(output)); }
   void set_input(InputProcessor* input, std::unique_ptr<InputProcessor> owned = nullptr);
-  // State to restore, per operator uid.
+  void set_is_source(bool is_source) { is_source_ = is_source; }
+  void set_participant_index(int index) { participant_ = index; }
   void set_restored_state(std::map<std::string, OperatorStateReader> state) {
     restored_ = std::move(state);
   }
   MailboxProcessor& mailbox() { return mailbox_; }
 
   // --- running ---
-  // Starts the thread; `on_done` runs on it at the end with the subtask's outcome (OK,
-  // CANCELLED, or the failure).
   void start(std::function<void(Subtask&, absl::Status)> on_done);
-  // Thread-safe: stop as soon as possible.
   void cancel() { mailbox_.cancel(); }
   void join();
-
-  const std::string& name() const { return name_; }
   int index() const { return index_; }
 
-  // BarrierHandler (checkpointing arrives in a later layer; barriers pass through here).
-  absl::Status on_barrier(int channel, const CheckpointBarrier& barrier) override;
-  absl::Status on_channel_finished(int channel) override;
+  // CheckpointParticipant (thread-safe)
+  const std::string& name() const override { return name_; }
+  void trigger_checkpoint(const CheckpointBarrier& barrier) override;
+  void notify_checkpoint_complete(std::int64_t checkpoint_id) override;
+  void notify_checkpoint_aborted(std::int64_t checkpoint_id) override;
+
+  // BarrierHandler
+  absl::Status on_aligned_barrier(const CheckpointBarrier& barrier) override;
 
  private:
   struct OperatorEntry {
@@ -63,6 +72,10 @@ class Subtask final : public BarrierHandler {
   };
   absl::Status run_lifecycle();
   absl::Status flush_idle();
+  absl::Status on_trigger(const CheckpointBarrier& barrier);
+  absl::Status perform_checkpoint(const CheckpointBarrier& barrier);
+  absl::Status on_complete(std::int64_t checkpoint_id);
+  void post(Mail mail, const char* description);
 
   std::string name_;
   int index_;
@@ -78,6 +91,18 @@ class Subtask final : public BarrierHandler {
   std::unique_ptr<InputProcessor> owned_input_;
   std::map<std::string, OperatorStateReader> restored_;
   std::thread thread_;
+
+  // Checkpoint state, subtask thread only.
+  bool is_source_ = false;
+  int participant_ = -1;
+  bool finished_ = false;
+  bool stopped_ = false;
+  bool stop_complete_ = false;
+  std::optional<std::int64_t> stop_id_;
+  std::int64_t performed_ = 0;
+  std::optional<CheckpointBarrier> deferred_trigger_;
+  std::optional<std::int64_t> first_after_finish_;
+  bool final_done_ = false;
 };
 
 }  // namespace gcpstream::runtime

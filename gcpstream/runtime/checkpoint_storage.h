@@ -1,0 +1,50 @@
+#ifndef GCPSTREAM_RUNTIME_CHECKPOINT_STORAGE_H_
+#define GCPSTREAM_RUNTIME_CHECKPOINT_STORAGE_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gcpstream/runtime/completed_checkpoint.h"
+
+namespace gcpstream::runtime {
+
+// Durable checkpoints on a local (or mounted) file system.
+//
+// Layout: <base>/<job-id>/chk-<n>/ (savepoints: wherever the caller asks) holding one state
+// file per operator and subtask plus `_metadata`. Every file is written to a temporary name,
+// fsync'ed, renamed into place, and the directory fsync'ed; `_metadata` is written last, so a
+// checkpoint is complete exactly when `_metadata` exists. A crash at any moment leaves either a
+// complete checkpoint or a directory without `_metadata`, which readers ignore.
+class CheckpointStorage {
+ public:
+  // Current format version of the files written (see gcpstream/runtime/proto/checkpoint.proto).
+  static constexpr int kFormatVersion = 1;
+
+  // <base>/<job-id>/chk-<n>
+  static std::string checkpoint_dir(const std::string& base, const std::string& job_id,
+                                    std::int64_t id);
+
+  // Writes `checkpoint` into `dir` (created if needed). Errors: INTERNAL/UNAVAILABLE-style
+  // errors from the file system, naming the file.
+  static absl::Status write(const std::string& dir, const CompletedCheckpoint& checkpoint);
+
+  // Reads a complete checkpoint directory. Errors: NOT_FOUND without `_metadata`;
+  // FAILED_PRECONDITION for a format version this build does not know; DATA_LOSS for a
+  // corrupt or missing state file.
+  static absl::StatusOr<CompletedCheckpoint> read(const std::string& dir);
+
+  // The latest complete checkpoint under `path`, which may be a checkpoint directory itself, a
+  // job directory (holding chk-<n>), or a base directory (holding job directories). Highest id
+  // wins within a job directory; across job directories the most recently written wins.
+  // NOT_FOUND when there is none.
+  static absl::StatusOr<std::string> find_latest(const std::string& path);
+
+  // Removes a checkpoint directory, `_metadata` first so a partial removal is never mistaken
+  // for a complete checkpoint.
+  static absl::Status remove(const std::string& dir);
+};
+
+}  // namespace gcpstream::runtime
+
+#endif  // GCPSTREAM_RUNTIME_CHECKPOINT_STORAGE_H_

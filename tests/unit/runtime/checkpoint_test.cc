@@ -1,0 +1,326 @@
+// Checkpoints, restore, restart, savepoints and two-phase commit in real in-process jobs.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "gcpstream/runtime/builtin/number_sequence_source.h"
+#include "gcpstream/runtime/checkpoint_storage.h"
+#include "gcpstream/runtime/proto/checkpoint.pb.h"
+#include "gcpstream/runtime/state_redistribution.h"
+#include "gcpstream/runtime/stream_execution_environment.h"
+#include "tests/support/transactional_test_sink.h"
+
+namespace gcpstream {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using testing::TransactionalTestSink;
+namespace fs = std::filesystem;
+
+std::string TempDir(const std::string& name) {
+  auto dir = fs::temp_directory_path() / fmt::format("gcpstream-{}-{}", name, getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+// Every value in [0, n) exactly once; on failure, says what is missing or doubled.
+void ExpectExactlyOnce(std::vector<std::int64_t> values, std::int64_t n) {
+  std::map<std::int64_t, int> counts;
+  for (auto v : values) counts[v]++;
+  std::int64_t missing = 0, duplicated = 0, first_missing = -1, first_dup = -1;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const int c = counts.count(i) ? counts[i] : 0;
+    if (c == 0 && missing++ == 0) first_missing = i;
+    if (c > 1 && duplicated++ == 0) first_dup = i;
+  }
+  EXPECT_EQ(missing, 0) << "lost records, first " << first_missing;
+  EXPECT_EQ(duplicated, 0) << "duplicated records, first " << first_dup;
+  EXPECT_EQ(values.size(), static_cast<std::size_t>(n));
+}
+
+// Slows a stream down so checkpoints land in the middle of it.
+std::int64_t Throttle(std::int64_t v) {
+  if (v % 200 == 0) std::this_thread::sleep_for(1ms);
+  return v;
+}
+
+TEST(CheckpointTest, PeriodicCheckpointsAreDurableRetainedAndCommitExactlyOnce) {
+  const std::string dir = TempDir("periodic");
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2);
+  env.enable_checkpointing(20ms);
+  env.config().checkpointing.directory = dir;
+  env.config().checkpointing.retained = 2;
+  auto sink = std::make_shared<TransactionalTestSink>();
+  env.from_source(std::make_shared<NumberSequenceSource>(0, 59999, 8),
+                  WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers")
+      .map(Throttle, "throttle")
+      .key_by([](const std::int64_t& v) { return v % 13; })
+      .map([](std::int64_t v) { return v; }, "identity")
+      .sink_to(sink, "tx");
+  auto result = env.execute("periodic");
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  ASSERT_TRUE(result.last_completed_checkpoint.has_value());
+  EXPECT_GE(*result.last_completed_checkpoint, 3) << "expected several checkpoints";
+  ExpectExactlyOnce(sink->destination()->snapshot(), 60000);
+  // Only the `retained` newest checkpoints stay, each complete (with _metadata).
+  int kept = 0;
+  for (const auto& job : fs::directory_iterator(dir)) {
+    for (const auto& chk : fs::directory_iterator(job.path())) {
+      ++kept;
+      EXPECT_TRUE(fs::exists(chk.path() / "_metadata")) << chk.path();
+    }
+  }
+  EXPECT_EQ(kept, 2);
+  auto latest = runtime::CheckpointStorage::find_latest(dir);
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  auto read = runtime::CheckpointStorage::read(*latest);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->id, *result.last_completed_checkpoint);
+}
+
+TEST(CheckpointTest, BoundedJobWithCheckpointingCommitsThroughAFinalCheckpoint) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2);
+  env.enable_checkpointing(10s);  // longer than the job: only the final checkpoint commits
+  auto sink = std::make_shared<TransactionalTestSink>();
+  env.from_source(std::make_shared<NumberSequenceSource>(0, 999, 4),
+                  WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers")
+      .sink_to(sink, "tx");
+  const auto start = std::chrono::steady_clock::now();
+  auto result = env.execute("final");
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "must not wait for the interval";
+  ASSERT_TRUE(result.last_completed_checkpoint.has_value());
+  ExpectExactlyOnce(sink->destination()->snapshot(), 1000);
+}
+
+TEST(CheckpointTest, RestartFromTheLatestCheckpointLosesAndDuplicatesNothing) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2);
+  env.enable_checkpointing(15ms);
+  env.config().restart_strategy.kind = runtime::RestartStrategyKind::kFixedDelay;
+  env.config().restart_strategy.max_attempts = 3;
+  env.config().restart_strategy.delay = 10ms;
+  auto failed = std::make_shared<std::atomic<int>>(0);
+  auto sink = std::make_shared<TransactionalTestSink>();
+  env.from_source(std::make_shared<NumberSequenceSource>(0, 29999, 6),
+                  WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers")
+      .map(Throttle, "throttle")
+      .map(
+          [failed](std::int64_t v) {
+            // Fail twice, in the middle, after checkpoints have completed.
+            if ((v == 15000 || v == 25000) && failed->fetch_add(1) < 2) {
+              throw std::runtime_error("injected failure");
+            }
+            return v;
+          },
+          "fail twice")
+      .rebalance()
+      .sink_to(sink, "tx");
+  auto result = env.execute("restart");
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  EXPECT_EQ(result.restarts, 2);
+  ExpectExactlyOnce(sink->destination()->snapshot(), 30000);
+}
+
+TEST(CheckpointTest, WithoutARestartStrategyAFailureEndsTheJob) {
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(10ms);
+  auto sink = std::make_shared<TransactionalTestSink>();
+  env.from_source(std::make_shared<NumberSequenceSource>(0, 9999, 2),
+                  WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers")
+      .map([](std::int64_t v) -> std::int64_t {
+        if (v == 500) throw std::runtime_error("boom");
+        return v;
+      })
+      .sink_to(sink, "tx");
+  auto result = env.execute("no-restart");
+  EXPECT_FALSE(result.status.ok());
+  EXPECT_THAT(std::string(result.status.message()), HasSubstr("boom"));
+  EXPECT_EQ(result.restarts, 0);
+}
+
+// A sink whose flush never completes within the checkpoint timeout.
+class StallingSink final : public Sink<std::int64_t> {
+ public:
+  absl::StatusOr<std::unique_ptr<SinkWriter<std::int64_t>>> create_writer(
+      WriterInitContext& ctx) const override {
+    class Writer final : public SinkWriter<std::int64_t> {
+     public:
+      explicit Writer(MailboxExecutor& mailbox) : mailbox_(mailbox) {}
+      absl::Status write(const std::int64_t&, const SinkWriterContext&) override {
+        return absl::OkStatus();
+      }
+      absl::Status flush(bool end_of_input) override {
+        if (end_of_input) return absl::OkStatus();
+        // Waits (yielding) for a completion that never comes.
+        return mailbox_.yield_until([] { return false; });
+      }
+      absl::Status close() override { return absl::OkStatus(); }
+
+     private:
+      MailboxExecutor& mailbox_;
+    };
+    return std::unique_ptr<SinkWriter<std::int64_t>>(new Writer(ctx.mailbox_executor()));
+  }
+};
+
+TEST(CheckpointTest, ACheckpointTimeoutFailsTheJobNamingTheCheckpointAndTheSubtask) {
+  StreamExecutionEnvironment env;
+  env.enable_checkpointing(10ms);
+  env.config().checkpointing.timeout = 200ms;
+  env.from_source(std::make_shared<NumberSequenceSource>(0, 1'000'000'000, 1),
+                  WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers")
+      .sink_to(std::make_shared<StallingSink>(), "stalls");
+  auto result = env.execute("timeout");
+  ASSERT_FALSE(result.status.ok());
+  EXPECT_EQ(result.status.code(), absl::StatusCode::kDeadlineExceeded) << result.status;
+  EXPECT_THAT(std::string(result.status.message()), HasSubstr("checkpoint 1 expired"));
+  EXPECT_THAT(std::string(result.status.message()), HasSubstr("numbers -> stalls (1/1)"));
+}
+
+// Runs the throttled sequence into a transactional sink at `parallelism`, optionally from a
+// savepoint, optionally stopping with a savepoint after `stop_after`.
+struct RunOutcome {
+  runtime::JobResult result;
+  std::vector<std::int64_t> visible;
+  std::string savepoint;
+};
+
+// The destination is shared between runs, as a real one is: committing a restored committable
+// again must be recognised as already done.
+RunOutcome RunSavepointJob(std::shared_ptr<TransactionalTestSink> sink, int parallelism,
+                           const std::string& restore_from, const std::string& savepoint_dir,
+                           std::int64_t n) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(parallelism);
+  env.enable_checkpointing(25ms);
+  env.config().restore_from = restore_from;
+  env.from_source(std::make_shared<NumberSequenceSource>(0, n - 1, 6),
+                  WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers")
+      .uid("numbers")
+      .map(Throttle, "throttle")
+      .uid("throttle")
+      .key_by([](const std::int64_t& v) { return v % 5; })
+      .map([](std::int64_t v) { return v; }, "identity")
+      .uid("identity")
+      .sink_to(sink, "tx");
+  env.node(env.graph().nodes.size() - 1).uid = "tx";
+  auto runner = env.create_runner("savepoints");
+  RunOutcome outcome;
+  std::thread stopper;
+  if (!savepoint_dir.empty()) {
+    stopper = std::thread([&] {
+      std::this_thread::sleep_for(150ms);
+      auto path = runner->stop_with_savepoint(savepoint_dir);
+      if (path.ok()) outcome.savepoint = *path;
+    });
+  }
+  outcome.result = runner->run();
+  if (stopper.joinable()) stopper.join();
+  outcome.visible = sink->destination()->snapshot();
+  return outcome;
+}
+
+TEST(CheckpointTest, ASavepointAtParallelismTwoRestoresAtOneAndThreeWithTheSameOutput) {
+  constexpr std::int64_t kN = 200000;
+  const std::string dir = TempDir("savepoints");
+  auto first_sink = std::make_shared<TransactionalTestSink>();
+  RunOutcome first = RunSavepointJob(first_sink, 2, "", dir, kN);
+  ASSERT_TRUE(first.result.status.ok()) << first.result.status;
+  ASSERT_FALSE(first.savepoint.empty()) << "stop-with-savepoint did not complete";
+  ASSERT_LT(first.visible.size(), static_cast<std::size_t>(kN)) << "stopped too late to matter";
+  std::vector<std::int64_t> visible_at_savepoint;
+  std::set<std::string> applied_at_savepoint;
+  {
+    std::lock_guard lock(first_sink->destination()->mu);
+    visible_at_savepoint = first_sink->destination()->visible;
+    applied_at_savepoint = first_sink->destination()->applied;
+  }
+  for (int p : {1, 3}) {
+    // Each restore continues from the same destination state the savepoint left.
+    auto sink = std::make_shared<TransactionalTestSink>();
+    sink->destination()->visible = visible_at_savepoint;
+    sink->destination()->applied = applied_at_savepoint;
+    RunOutcome second = RunSavepointJob(sink, p, first.savepoint, "", kN);
+    ASSERT_TRUE(second.result.status.ok()) << "parallelism " << p << ": "
+                                           << second.result.status;
+    SCOPED_TRACE(::testing::Message() << "restored at parallelism " << p);
+    ExpectExactlyOnce(second.visible, kN);
+  }
+}
+
+TEST(CheckpointStorageTest, RejectsAnUnknownFormatVersionClearly) {
+  const std::string dir = TempDir("format");
+  runtime::CompletedCheckpoint cp;
+  cp.id = 4;
+  cp.job_id = "j";
+  cp.operators["op"].parallelism = 1;
+  cp.operators["op"].subtasks[0]["splits"] = {{1, "abc"}};
+  ASSERT_TRUE(runtime::CheckpointStorage::write(dir + "/chk-4", cp).ok());
+  auto read = runtime::CheckpointStorage::read(dir + "/chk-4");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->operators["op"].subtasks[0]["splits"][0].bytes, "abc");
+  // Rewrite the metadata with a future format version.
+  runtime::proto::CheckpointMetadata metadata;
+  {
+    std::ifstream in(dir + "/chk-4/_metadata", std::ios::binary);
+    ASSERT_TRUE(metadata.ParseFromIstream(&in));
+  }
+  metadata.set_format_version(99);
+  {
+    std::ofstream out(dir + "/chk-4/_metadata", std::ios::binary | std::ios::trunc);
+    ASSERT_TRUE(metadata.SerializeToOstream(&out));
+  }
+  read = runtime::CheckpointStorage::read(dir + "/chk-4");
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(read.status().message()), HasSubstr("format version 99"));
+}
+
+TEST(CheckpointStorageTest, ADirectoryWithoutMetadataIsNotACheckpoint) {
+  const std::string dir = TempDir("partial");
+  fs::create_directories(dir + "/job/chk-7");
+  std::ofstream(dir + "/job/chk-7/op-x-0.state") << "partial";
+  runtime::CompletedCheckpoint cp;
+  cp.id = 6;
+  ASSERT_TRUE(runtime::CheckpointStorage::write(dir + "/job/chk-6", cp).ok());
+  auto latest = runtime::CheckpointStorage::find_latest(dir);
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(fs::path(*latest).filename(), "chk-6") << "chk-7 has no _metadata";
+}
+
+TEST(StateRedistributionTest, SplitsListsEvenlyAndBroadcastsBroadcastLists) {
+  runtime::CompletedCheckpoint::OperatorState state;
+  state.parallelism = 2;
+  state.subtasks[0]["splits"] = {{1, "a"}, {1, "b"}, {1, "c"}};
+  state.subtasks[1]["splits"] = {{1, "d"}};
+  state.subtasks[0]["broadcast:keyed"] = {{1, "k0"}};
+  state.subtasks[1]["broadcast:keyed"] = {{1, "k1"}};
+  state.subtasks[runtime::kCoordinatorSubtask]["enumerator-state"] = {{1, "e"}};
+  auto three = runtime::Redistribute(state, 3);
+  ASSERT_EQ(three.size(), 4u);  // three subtasks + coordinator
+  std::vector<std::string> all;
+  for (int i = 0; i < 3; ++i) {
+    const auto& splits = three[i].list("splits");
+    EXPECT_GE(splits.size(), 1u);
+    for (const auto& e : splits) all.push_back(e.bytes);
+    EXPECT_EQ(three[i].list("broadcast:keyed").size(), 2u);
+  }
+  EXPECT_EQ(all, (std::vector<std::string>{"a", "b", "c", "d"}));
+  EXPECT_EQ(three[runtime::kCoordinatorSubtask].list("enumerator-state")[0].bytes, "e");
+  auto one = runtime::Redistribute(state, 1);
+  EXPECT_EQ(one[0].list("splits").size(), 4u);
+}
+
+}  // namespace
+}  // namespace gcpstream
