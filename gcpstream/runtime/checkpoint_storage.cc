@@ -35,9 +35,9 @@ absl::Status FsyncPath(const std::string& path, int flags) {
   return absl::OkStatus();
 }
 
-// temp file -> fsync -> rename -> fsync directory.
-absl::Status WriteDurably(const std::string& dir, const std::string& name,
-                          const std::string& bytes) {
+// temp file -> fsync -> rename; the caller fsyncs the directory (once for many files).
+absl::Status WriteFile(const std::string& dir, const std::string& name,
+                       const std::string& bytes) {
   const std::string final_path = dir + "/" + name;
   const std::string temp_path = final_path + ".tmp";
   const int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -58,6 +58,10 @@ absl::Status WriteDurably(const std::string& dir, const std::string& name,
   }
   ::close(fd);
   if (::rename(temp_path.c_str(), final_path.c_str()) != 0) return Errno("cannot rename", temp_path);
+  return absl::OkStatus();
+}
+
+absl::Status SyncDirectory(const std::string& dir) {
   return FsyncPath(dir, O_RDONLY | O_DIRECTORY);
 }
 
@@ -126,6 +130,8 @@ absl::Status CheckpointStorage::write(const std::string& dir, const CompletedChe
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return absl::InternalError(fmt::format("cannot create {}: {}", dir, ec.message()));
+  // The new directory's own entry must survive a power loss too.
+  GCP_RETURN_IF_ERROR(SyncDirectory(fs::path(dir).parent_path().string()));
   proto::CheckpointMetadata metadata;
   metadata.set_format_version(kFormatVersion);
   metadata.set_checkpoint_id(cp.id);
@@ -160,7 +166,7 @@ absl::Status CheckpointStorage::write(const std::string& dir, const CompletedChe
       if (!state.SerializeToString(&bytes)) {
         return absl::InternalError(fmt::format("cannot serialize state of {}", uid));
       }
-      GCP_RETURN_IF_ERROR(WriteDurably(dir, file, bytes));
+      GCP_RETURN_IF_ERROR(WriteFile(dir, file, bytes));
       auto* ref = entry->add_files();
       ref->set_subtask_index(subtask);
       ref->set_file_name(file);
@@ -171,7 +177,10 @@ absl::Status CheckpointStorage::write(const std::string& dir, const CompletedChe
   if (!metadata.SerializeToString(&bytes)) {
     return absl::InternalError("cannot serialize checkpoint metadata");
   }
-  return WriteDurably(dir, kMetadata, bytes);
+  // Every state file is durable (fsync'ed, and its name too) before _metadata can exist.
+  GCP_RETURN_IF_ERROR(SyncDirectory(dir));
+  GCP_RETURN_IF_ERROR(WriteFile(dir, kMetadata, bytes));
+  return SyncDirectory(dir);
 }
 
 absl::StatusOr<CompletedCheckpoint> CheckpointStorage::read(const std::string& dir) {

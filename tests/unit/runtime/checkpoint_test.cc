@@ -9,6 +9,7 @@
 #include <map>
 #include <thread>
 
+#include "gcpstream/runtime/builtin/collect_sink.h"
 #include "gcpstream/runtime/builtin/number_sequence_source.h"
 #include "gcpstream/runtime/checkpoint_storage.h"
 #include "gcpstream/runtime/proto/checkpoint.pb.h"
@@ -257,6 +258,61 @@ TEST(CheckpointTest, ASavepointAtParallelismTwoRestoresAtOneAndThreeWithTheSameO
     SCOPED_TRACE(::testing::Message() << "restored at parallelism " << p);
     ExpectExactlyOnce(second.visible, kN);
   }
+}
+
+// Keyed reduce state survives a stop-with-savepoint and a restore at another parallelism: each
+// key's count continues where it stopped, on whichever subtask owns its key group now.
+runtime::JobResult RunCounting(int parallelism, const std::string& restore_from,
+                               const std::string& savepoint_dir, std::int64_t n,
+                               std::map<std::int64_t, std::int64_t>* final_counts) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(parallelism);
+  env.enable_checkpointing(20ms);
+  env.config().restore_from = restore_from;
+  using Count = std::pair<std::int64_t, std::int64_t>;
+  auto sink = std::make_shared<CollectSink<Count>>();
+  env.from_source(std::make_shared<NumberSequenceSource>(0, n - 1, 4),
+                  WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers")
+      .uid("numbers")
+      .map([](std::int64_t v) { return Count{Throttle(v) % 10, 1}; }, "pair")
+      .uid("pair")
+      .key_by([](const Count& c) { return c.first; })
+      .reduce([](const Count& a, const Count& b) { return Count{a.first, a.second + b.second}; },
+              "count")
+      .uid("count")
+      .sink_to(sink, "collect");
+  env.node(env.graph().nodes.size() - 1).uid = "collect";
+  auto runner = env.create_runner("counting");
+  std::thread stopper;
+  if (!savepoint_dir.empty()) {
+    stopper = std::thread([&] {
+      std::this_thread::sleep_for(100ms);
+      (void)runner->stop_with_savepoint(savepoint_dir);
+    });
+  }
+  auto result = runner->run();
+  if (stopper.joinable()) stopper.join();
+  for (const auto& [k, c] : sink->collected()->snapshot()) {
+    (*final_counts)[k] = std::max((*final_counts)[k], c);
+  }
+  return result;
+}
+
+TEST(CheckpointTest, KeyedStateFollowsItsKeyGroupsAcrossARescale) {
+  constexpr std::int64_t kN = 100000;
+  const std::string dir = TempDir("keyed");
+  std::map<std::int64_t, std::int64_t> before;
+  auto first = RunCounting(2, "", dir, kN, &before);
+  ASSERT_TRUE(first.status.ok()) << first.status;
+  ASSERT_TRUE(first.last_completed_checkpoint.has_value());
+  std::int64_t counted_before = 0;
+  for (const auto& [k, c] : before) counted_before += c;
+  ASSERT_LT(counted_before, kN) << "the savepoint came after the end of input";
+  std::map<std::int64_t, std::int64_t> after;
+  auto second = RunCounting(3, first.last_checkpoint_path, "", kN, &after);
+  ASSERT_TRUE(second.status.ok()) << second.status;
+  ASSERT_EQ(after.size(), 10u);
+  for (const auto& [k, c] : after) EXPECT_EQ(c, kN / 10) << "key " << k;
 }
 
 TEST(CheckpointStorageTest, RejectsAnUnknownFormatVersionClearly) {
