@@ -3,10 +3,12 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "gcpstream/api/lineage.h"
 #include "gcpstream/runtime/exchange.h"
 #include "gcpstream/runtime/input_processor.h"
 #include "gcpstream/runtime/job_services.h"
@@ -132,6 +134,8 @@ struct GraphNode {
       create_operator;                        // operators and sinks
   std::shared_ptr<const SourceVertex> source;  // sources
   std::vector<int> consumers;
+  // What the source or sink reads or writes, when it can say (LineageVertexProvider).
+  std::optional<LineageVertex> lineage;
 };
 
 struct JobGraph {

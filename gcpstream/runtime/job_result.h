@@ -6,9 +6,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "gcpstream/api/lineage.h"
 #include "gcpstream/runtime/metric_registry.h"
 
 namespace gcpstream::runtime {
@@ -25,6 +27,8 @@ struct JobResult {
   std::optional<std::int64_t> last_completed_checkpoint;
   std::string last_checkpoint_path;  // directory of the last completed checkpoint, if persisted
   std::vector<MetricSample> metrics;  // final values of every metric
+  // The job's lineage: per source/sink node name, what it read or wrote.
+  std::vector<std::pair<std::string, LineageVertex>> lineage;
 
   // Sum of a metric over the subtasks of an operator (by the operator's name).
   double metric(std::string_view operator_name, std::string_view name) const {

@@ -219,6 +219,9 @@ JobResult JobRunner::run() {
       result.last_checkpoint_path = latest_->path;
     }
   }
+  for (const auto& node : graph_.nodes) {
+    if (node.lineage) result.lineage.emplace_back(node.name, *node.lineage);
+  }
   result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - started);
   result.metrics = metrics_.snapshot();

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "gcpstream/api/collector.h"
+#include "gcpstream/api/lineage.h"
 #include "gcpstream/api/sink.h"
 #include "gcpstream/api/source.h"
 #include "gcpstream/api/watermark.h"
@@ -75,6 +76,15 @@ class StreamExecutionEnvironment {
   }
 
   runtime::JobGraph& graph() { return graph_; }
+  // The lineage of every source and sink that can report it, by node name. Reads configuration
+  // only (no credentials, clients or RPCs).
+  std::vector<std::pair<std::string, LineageVertex>> lineage() const {
+    std::vector<std::pair<std::string, LineageVertex>> out;
+    for (const auto& n : graph_.nodes) {
+      if (n.lineage) out.emplace_back(n.name, *n.lineage);
+    }
+    return out;
+  }
   runtime::GraphNode& node(int id) { return graph_.nodes[static_cast<std::size_t>(id)]; }
 
   // Adds a node and links it to its input. Returns its id.
@@ -151,6 +161,9 @@ class DataStream {
     node.kind = runtime::GraphNode::Kind::kSink;
     node.name = std::move(name);
     fill_input(node);
+    if (const auto* provider = dynamic_cast<const LineageVertexProvider*>(s.get())) {
+      node.lineage = provider->lineage_vertex();
+    }
     node.create_operator = [s](runtime::OutputBase*, runtime::OperatorContext& ctx,
                                runtime::JobServices& services) {
       const bool commit_at_end = !runtime::FinalCheckpointEnabled(services.config);
@@ -293,6 +306,9 @@ DataStream<typename SourceT::value_type> StreamExecutionEnvironment::from_source
   node.kind = runtime::GraphNode::Kind::kSource;
   node.name = std::move(name);
   node.output_ops = std::make_shared<runtime::TypedEdgeOps<T>>();
+  if (const auto* provider = dynamic_cast<const LineageVertexProvider*>(source.get())) {
+    node.lineage = provider->lineage_vertex();
+  }
   std::shared_ptr<const Source<T, SplitT, EnumT>> base = std::move(source);
   node.source = std::make_shared<runtime::TypedSourceVertex<T, SplitT, EnumT>>(
       std::move(base), std::move(watermark_strategy));

@@ -1,0 +1,86 @@
+#include "gcpstream/connector/in_flight_gate.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "gcpstream/util/absl_fmt.h"
+
+namespace gcpstream::connector {
+
+using Clock = std::chrono::steady_clock;
+
+InFlightGate::InFlightGate(std::int64_t max_count, std::int64_t max_bytes, ProgressPolicy policy,
+                           MailboxExecutor& mailbox)
+    : max_count_(max_count), max_bytes_(max_bytes), policy_(std::move(policy)), mailbox_(mailbox) {}
+
+void InFlightGate::acquire(std::int64_t bytes) {
+  count_.fetch_add(1, std::memory_order_relaxed);
+  bytes_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void InFlightGate::release(std::int64_t bytes) {
+  count_.fetch_sub(1, std::memory_order_relaxed);
+  bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+  record_progress();
+}
+
+void InFlightGate::record_progress() { last_progress_ = Clock::now(); }
+
+absl::Status InFlightGate::admit(std::string_view wait, absl::FunctionRef<void()> before_wait) {
+  auto below = [&] { return count() < max_count_ && bytes() < max_bytes_; };
+  if (below()) return absl::OkStatus();
+  before_wait();
+  return await(wait, below);
+}
+
+absl::Status InFlightGate::drain(std::string_view wait) {
+  return await(wait, [&] { return count() == 0; });
+}
+
+absl::Status InFlightGate::await(std::string_view wait, absl::FunctionRef<bool()> done) {
+  const SteadyTime started = Clock::now();
+  while (!done()) {
+    // Progress is measured from the last completion, or from the start of this wait.
+    const SteadyTime base = std::max(last_progress_, started);
+    SteadyTime wake = std::max(base + policy_.stall_warning_interval,
+                               last_warning_ == SteadyTime::min()
+                                   ? base
+                                   : last_warning_ + policy_.stall_warning_interval);
+    if (policy_.progress_timeout) wake = std::min(wake, base + *policy_.progress_timeout);
+    absl::Status s = mailbox_.yield_until(done, wake);
+    if (s.ok()) return s;
+    if (s.code() != absl::StatusCode::kDeadlineExceeded) return s;
+    const SteadyTime now = Clock::now();
+    const SteadyTime since = std::max(last_progress_, started);
+    if (policy_.progress_timeout && now - since >= *policy_.progress_timeout) {
+      return absl::DeadlineExceededError(fmt::format(
+          "{} sink: no {} completed for {} ms while {} ({} in flight); failing the job after "
+          "{} ({} ms)",
+          policy_.connector, policy_.completion,
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - since).count(), wait,
+          count(), policy_.progress_timeout_option, policy_.progress_timeout->count()));
+    }
+    if (now - since >= policy_.stall_warning_interval &&
+        (last_warning_ == SteadyTime::min() ||
+         now - last_warning_ >= policy_.stall_warning_interval)) {
+      last_warning_ = now;
+      ++warnings_;
+      spdlog::warn("{} sink: no {} has completed for {} s while {}; {} in flight{}",
+                   policy_.connector, policy_.completion,
+                   std::chrono::duration_cast<std::chrono::seconds>(now - since).count(), wait,
+                   count(), detail_ ? ", " + detail_() : std::string());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SleepYielding(MailboxExecutor& mailbox, std::chrono::milliseconds delay) {
+  const SteadyTime until = Clock::now() + delay;
+  absl::Status s = mailbox.yield_until([&] { return Clock::now() >= until; }, until);
+  if (s.code() == absl::StatusCode::kDeadlineExceeded) return absl::OkStatus();
+  return s;
+}
+
+}  // namespace gcpstream::connector

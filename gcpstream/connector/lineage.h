@@ -1,0 +1,30 @@
+#ifndef GCPSTREAM_CONNECTOR_LINEAGE_H_
+#define GCPSTREAM_CONNECTOR_LINEAGE_H_
+
+#include <string>
+
+#include "gcpstream/api/lineage.h"
+#include "gcpstream/connector/destinations.h"
+
+// Lineage datasets for each Google service, with the gcp physical-resource facet. Pure functions
+// of configuration.
+namespace gcpstream::connector {
+
+// namespace bigtable://{project}/{instance}, name {table}.
+LineageDataset BigtableDataset(const TableDestination& table);
+// namespace spanner://{project}:{instance}, name {database}.{table}.
+LineageDataset SpannerDataset(const DatabaseDestination& database, const std::string& table);
+// namespace pubsub://{project}, name topic:{topic} / subscription:{subscription}.
+LineageDataset PubSubTopicDataset(const TopicDestination& topic);
+LineageDataset PubSubSubscriptionDataset(const SubscriptionDestination& subscription);
+// namespace bigquery://{project}, name {dataset}.{table}.
+LineageDataset BigQueryDataset(const BigQueryTableDestination& table);
+// namespace cloudtasks://{project}/{location}, name {queue}.
+LineageDataset CloudTasksDataset(const QueueDestination& queue);
+
+// A one-line rendering for `describe` output: "bigtable://p/i flights".
+std::string DescribeDataset(const LineageDataset& dataset);
+
+}  // namespace gcpstream::connector
+
+#endif  // GCPSTREAM_CONNECTOR_LINEAGE_H_

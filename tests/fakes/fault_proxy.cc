@@ -1,0 +1,270 @@
+#include "tests/fakes/fault_proxy.h"
+
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace gcpstream::testing {
+namespace {
+
+std::string LastComponent(const std::string& method) {
+  const auto slash = method.rfind('/');
+  return slash == std::string::npos ? method : method.substr(slash + 1);
+}
+
+bool Matches(const std::string& rule_method, const std::string& method) {
+  return rule_method == method || rule_method == LastComponent(method);
+}
+
+grpc::Status ToGrpc(absl::StatusCode code, const std::string& message) {
+  return grpc::Status(static_cast<grpc::StatusCode>(code), message);
+}
+
+// One proxied call: the server-side reactor facing the client, plus an upstream reactor
+// facing the real server. Messages are pumped one at a time in each direction (the callback
+// API allows one outstanding read and one outstanding write per side).
+class ProxyCall final : public grpc::ServerGenericBidiReactor {
+ public:
+  ProxyCall(FaultProxy* proxy, grpc::GenericCallbackServerContext* ctx)
+      : proxy_(proxy), ctx_(ctx), decision_(proxy->decide(ctx->method())) {
+    using A = FaultRule::Action;
+    const auto& rule = decision_.rule;
+    if (decision_.faulted && rule.action == A::kReturnStatus) {
+      finish(ToGrpc(rule.code, rule.message));
+      return;
+    }
+    if (decision_.faulted && rule.action == A::kHang) return;  // until OnCancel
+    if (decision_.faulted && rule.action == A::kDelay) {
+      {
+        std::lock_guard lock(mu_);
+        ++pending_;  // the delay thread holds the call alive
+      }
+      std::thread([this, delay = rule.delay] {
+        std::this_thread::sleep_for(delay);
+        begin();
+        release();
+      }).detach();
+      return;
+    }
+    begin();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (ok) {
+      upstream_->StartWrite(&request_);
+    } else {
+      upstream_->StartWritesDone();
+    }
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (ok) upstream_->StartRead(&response_);
+  }
+
+  void OnCancel() override {
+    bool started;
+    {
+      std::lock_guard lock(mu_);
+      cancelled_ = true;
+      started = upstream_started_;
+    }
+    if (started) {
+      client_ctx_.TryCancel();
+    } else {
+      finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+    }
+  }
+
+  void OnDone() override { release(); }
+
+ private:
+  class Upstream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+   public:
+    explicit Upstream(ProxyCall* call) : call_(call) {}
+    void OnWriteDone(bool ok) override {
+      if (ok) call_->StartRead(&call_->request_);
+    }
+    void OnReadDone(bool ok) override {
+      if (ok) call_->on_upstream_message();
+    }
+    void OnDone(const grpc::Status& status) override { call_->on_upstream_done(status); }
+
+   private:
+    ProxyCall* call_;
+  };
+
+  void begin() {
+    {
+      std::lock_guard lock(mu_);
+      if (!cancelled_) {
+        ++pending_;  // the upstream call
+        upstream_started_ = true;
+      }
+    }
+    if (!upstream_started_) {
+      finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled during the delay"));
+      return;
+    }
+    for (const auto& [key, value] : ctx_->client_metadata()) {
+      std::string k(key.data(), key.size());
+      if (k.empty() || k[0] == ':' || k.rfind("grpc-", 0) == 0 || k == "content-type" ||
+          k == "te" || k == "user-agent") {
+        continue;
+      }
+      client_ctx_.AddMetadata(k, std::string(value.data(), value.size()));
+    }
+    client_ctx_.set_deadline(ctx_->deadline());
+    upstream_ = std::make_unique<Upstream>(this);
+    proxy_->stub().PrepareBidiStreamingCall(&client_ctx_, ctx_->method(), grpc::StubOptions(),
+                                            upstream_.get());
+    upstream_->StartRead(&response_);
+    upstream_->StartCall();
+    StartRead(&request_);
+  }
+
+  void on_upstream_message() {
+    using A = FaultRule::Action;
+    ++responses_;
+    if (decision_.faulted && decision_.rule.action == A::kForwardThenFail) {
+      upstream_->StartRead(&response_);  // the server applied it; its answer is dropped
+      return;
+    }
+    if (decision_.faulted && decision_.rule.action == A::kCutStream &&
+        responses_ > decision_.rule.cut_after) {
+      client_ctx_.TryCancel();
+      finish(ToGrpc(decision_.rule.code, decision_.rule.message));
+      return;
+    }
+    StartWrite(&response_);
+  }
+
+  void on_upstream_done(const grpc::Status& status) {
+    if (decision_.faulted && decision_.rule.action == FaultRule::Action::kForwardThenFail) {
+      finish(ToGrpc(decision_.rule.code, decision_.rule.message));
+    } else {
+      finish(status);
+    }
+    release();
+  }
+
+  // Finishes the client's call once; a reference is held across Finish() so that an OnDone
+  // running meanwhile cannot delete the call under us.
+  void finish(const grpc::Status& status) {
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      finished_ = true;
+      ++pending_;
+    }
+    Finish(status);
+    release();
+  }
+
+  // The call is deleted when the server side and (if started) the upstream side are both done.
+  void release() {
+    bool last;
+    {
+      std::lock_guard lock(mu_);
+      last = --pending_ == 0;
+    }
+    if (last) delete this;
+  }
+
+  FaultProxy* proxy_;
+  grpc::GenericCallbackServerContext* ctx_;
+  FaultProxy::Decision decision_;
+  grpc::ClientContext client_ctx_;
+  std::unique_ptr<Upstream> upstream_;
+  grpc::ByteBuffer request_;
+  grpc::ByteBuffer response_;
+  int responses_ = 0;
+  std::mutex mu_;
+  int pending_ = 1;  // the server side
+  bool finished_ = false;
+  bool cancelled_ = false;
+  bool upstream_started_ = false;
+};
+
+}  // namespace
+
+class FaultProxy::Service final : public grpc::CallbackGenericService {
+ public:
+  explicit Service(FaultProxy* proxy) : proxy_(proxy) {}
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
+    return new ProxyCall(proxy_, ctx);
+  }
+
+ private:
+  FaultProxy* proxy_;
+};
+
+absl::StatusOr<std::unique_ptr<FaultProxy>> FaultProxy::start(const std::string& upstream,
+                                                              int port) {
+  std::unique_ptr<FaultProxy> proxy(new FaultProxy());
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  proxy->upstream_ =
+      grpc::CreateCustomChannel(upstream, grpc::InsecureChannelCredentials(), args);
+  proxy->stub_ = std::make_unique<grpc::GenericStub>(proxy->upstream_);
+  proxy->service_ = std::make_unique<Service>(proxy.get());
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(fmt::format("127.0.0.1:{}", port), grpc::InsecureServerCredentials(),
+                           &proxy->port_);
+  builder.SetMaxReceiveMessageSize(-1);
+  builder.RegisterCallbackGenericService(proxy->service_.get());
+  proxy->server_ = builder.BuildAndStart();
+  if (!proxy->server_ || proxy->port_ == 0) {
+    return absl::UnavailableError(fmt::format("fault proxy could not listen on port {}", port));
+  }
+  return proxy;
+}
+
+FaultProxy::~FaultProxy() {
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+}
+
+std::string FaultProxy::endpoint() const { return fmt::format("127.0.0.1:{}", port_); }
+
+void FaultProxy::add_rule(FaultRule rule) {
+  std::lock_guard lock(mu_);
+  rules_.push_back({std::move(rule), 0, 0});
+}
+
+void FaultProxy::clear_rules() {
+  std::lock_guard lock(mu_);
+  rules_.clear();
+}
+
+int FaultProxy::calls(const std::string& method) const {
+  std::lock_guard lock(mu_);
+  int n = 0;
+  for (const auto& [m, count] : calls_) {
+    if (Matches(method, m)) n += count;
+  }
+  return n;
+}
+
+FaultProxy::Decision FaultProxy::decide(const std::string& method) {
+  static thread_local std::mt19937 random(std::random_device{}());
+  std::lock_guard lock(mu_);
+  calls_[method]++;
+  for (auto& active : rules_) {
+    if (!Matches(active.rule.method, method)) continue;
+    ++active.matched;
+    if (active.rule.times >= 0 && active.applied >= active.rule.times) continue;
+    bool hit;
+    if (active.rule.nth > 0) {
+      hit = active.matched == active.rule.nth;
+    } else {
+      hit = std::uniform_real_distribution<double>(0, 1)(random) < active.rule.fraction;
+    }
+    if (!hit) continue;
+    ++active.applied;
+    faults_++;
+    return {true, active.rule};
+  }
+  return {};
+}
+
+}  // namespace gcpstream::testing
