@@ -43,8 +43,10 @@ class MailboxExecutor {
   virtual ~MailboxExecutor() = default;
 
   // Thread-safe; callable from any thread. Enqueues `mail` at this executor's priority.
-  // Mail posted after the subtask has ended is discarded without running.
-  virtual void execute(Mail mail, std::string_view description) = 0;
+  // Mail posted after the subtask has ended is discarded without running. `description` (for
+  // error messages) must be a string literal: it is kept as a pointer, so posting a mail
+  // allocates nothing beyond the mail itself.
+  virtual void execute(Mail mail, const char* description) = 0;
 
   // Subtask thread only. Runs mails of this executor's priority or higher until `done()` is
   // true, blocking while there is none. `done` is evaluated before the first wait and after

@@ -26,7 +26,7 @@ void InFlightGate::release(std::int64_t bytes) {
   record_progress();
 }
 
-void InFlightGate::record_progress() { last_progress_ = Clock::now(); }
+void InFlightGate::record_progress() { ++progress_; }
 
 absl::Status InFlightGate::admit(std::string_view wait, absl::FunctionRef<void()> before_wait) {
   auto below = [&] { return count() < max_count_ && bytes() < max_bytes_; };
@@ -40,36 +40,43 @@ absl::Status InFlightGate::drain(std::string_view wait) {
 }
 
 absl::Status InFlightGate::await(std::string_view wait, absl::FunctionRef<bool()> done) {
-  const SteadyTime started = Clock::now();
+  // The budget is measured from the start of the wait and restarts whenever a completion is
+  // noticed (completions bump a counter; reading the clock per completion would cost more than
+  // the bookkeeping it serves). A completion is noticed at the next wake-up, so an expiry can
+  // come up to one interval later than the exact "budget after the last completion".
+  SteadyTime base = Clock::now();
+  std::uint64_t seen = progress_;
   while (!done()) {
-    // Progress is measured from the last completion, or from the start of this wait.
-    const SteadyTime base = std::max(last_progress_, started);
-    SteadyTime wake = std::max(base + policy_.stall_warning_interval,
-                               last_warning_ == SteadyTime::min()
-                                   ? base
-                                   : last_warning_ + policy_.stall_warning_interval);
+    SteadyTime wake = base + policy_.stall_warning_interval;
+    if (last_warning_ != SteadyTime::min()) {
+      wake = std::max(wake, last_warning_ + policy_.stall_warning_interval);
+    }
     if (policy_.progress_timeout) wake = std::min(wake, base + *policy_.progress_timeout);
     absl::Status s = mailbox_.yield_until(done, wake);
     if (s.ok()) return s;
     if (s.code() != absl::StatusCode::kDeadlineExceeded) return s;
     const SteadyTime now = Clock::now();
-    const SteadyTime since = std::max(last_progress_, started);
-    if (policy_.progress_timeout && now - since >= *policy_.progress_timeout) {
+    if (progress_ != seen) {
+      seen = progress_;
+      base = now;
+      continue;
+    }
+    if (policy_.progress_timeout && now - base >= *policy_.progress_timeout) {
       return absl::DeadlineExceededError(fmt::format(
           "{} sink: no {} completed for {} ms while {} ({} in flight); failing the job after "
           "{} ({} ms)",
           policy_.connector, policy_.completion,
-          std::chrono::duration_cast<std::chrono::milliseconds>(now - since).count(), wait,
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - base).count(), wait,
           count(), policy_.progress_timeout_option, policy_.progress_timeout->count()));
     }
-    if (now - since >= policy_.stall_warning_interval &&
+    if (now - base >= policy_.stall_warning_interval &&
         (last_warning_ == SteadyTime::min() ||
          now - last_warning_ >= policy_.stall_warning_interval)) {
       last_warning_ = now;
       ++warnings_;
       spdlog::warn("{} sink: no {} has completed for {} s while {}; {} in flight{}",
                    policy_.connector, policy_.completion,
-                   std::chrono::duration_cast<std::chrono::seconds>(now - since).count(), wait,
+                   std::chrono::duration_cast<std::chrono::seconds>(now - base).count(), wait,
                    count(), detail_ ? ", " + detail_() : std::string());
     }
   }

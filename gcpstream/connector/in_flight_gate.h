@@ -75,7 +75,7 @@ class InFlightGate {
   MailboxExecutor& mailbox_;
   std::atomic<std::int64_t> count_{0};
   std::atomic<std::int64_t> bytes_{0};
-  SteadyTime last_progress_ = SteadyTime::min();
+  std::uint64_t progress_ = 0;  // completions so far
   SteadyTime last_warning_ = SteadyTime::min();
   std::function<std::string()> detail_;
   int warnings_ = 0;

@@ -45,7 +45,7 @@ class AlignmentCoordinator {
     std::map<std::string, std::int64_t> watermarks;
     std::map<std::string, Announce> readers;
     std::int64_t max_allowed;
-    std::shared_ptr<ProcessingTimeService::Timer> timer;
+    std::shared_ptr<util::TimerHandle> timer;
   };
   void schedule(const std::string& group);
   void update(const std::string& group);

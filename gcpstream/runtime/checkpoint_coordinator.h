@@ -93,7 +93,7 @@ class CheckpointCoordinator {
     std::set<int> awaiting;
     CompletedCheckpoint checkpoint;
     std::optional<SavepointRequest> savepoint;
-    std::shared_ptr<ProcessingTimeService::Timer> timeout;
+    std::shared_ptr<util::TimerHandle> timeout;
     std::chrono::steady_clock::time_point started;
     bool writing = false;
   };
@@ -122,7 +122,7 @@ class CheckpointCoordinator {
   int consecutive_failures_ = 0;
   bool shut_down_ = false;
   std::chrono::steady_clock::time_point last_completion_ = std::chrono::steady_clock::now();
-  std::shared_ptr<ProcessingTimeService::Timer> periodic_timer_;
+  std::shared_ptr<util::TimerHandle> periodic_timer_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

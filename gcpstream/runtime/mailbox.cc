@@ -82,8 +82,8 @@ class MailboxProcessor::Executor final : public MailboxExecutor {
   Executor(MailboxProcessor* processor, int priority)
       : processor_(processor), mailbox_(processor->shared_mailbox()), priority_(priority) {}
 
-  void execute(Mail mail, std::string_view description) override {
-    mailbox_->put({priority_, std::move(mail), std::string(description)});
+  void execute(Mail mail, const char* description) override {
+    mailbox_->put({priority_, std::move(mail), description});
   }
 
   absl::Status yield_until(absl::FunctionRef<bool()> done, SteadyTime deadline) override {

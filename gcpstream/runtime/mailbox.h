@@ -25,7 +25,7 @@ class TaskMailbox {
   struct Letter {
     int priority = kTaskPriority;
     Mail mail;
-    std::string description;
+    const char* description = "";  // a string literal
   };
 
   // Thread-safe. Returns false (and drops the mail) once the mailbox is closed.

@@ -1,48 +1,18 @@
 #ifndef GCPSTREAM_RUNTIME_TIMER_SERVICE_H_
 #define GCPSTREAM_RUNTIME_TIMER_SERVICE_H_
 
-#include <condition_variable>
-#include <functional>
 #include <memory>
-#include <mutex>
-#include <queue>
-#include <thread>
-#include <vector>
 
 #include "gcpstream/api/mailbox.h"
 #include "gcpstream/runtime/mailbox.h"
+#include "gcpstream/util/timer_thread.h"
 
 namespace gcpstream::runtime {
 
-// One thread that fires timers for every subtask of a job. A timer never runs user code on
-// this thread: when due it posts the timer's callback as a mail to the owning subtask's
-// mailbox. Thread-safe.
-class TimerThread {
- public:
-  TimerThread();
-  ~TimerThread();  // stops the thread; pending timers are dropped
-
-  // Calls `fire` on the timer thread at or after `when`, unless cancelled first. `fire` must be
-  // cheap and must not block (it posts a mail).
-  std::shared_ptr<ProcessingTimeService::Timer> schedule(SteadyTime when,
-                                                        std::function<void()> fire);
-
- private:
-  struct Entry;
-  struct Later {
-    bool operator()(const std::shared_ptr<Entry>& a, const std::shared_ptr<Entry>& b) const;
-  };
-  void loop();
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::priority_queue<std::shared_ptr<Entry>, std::vector<std::shared_ptr<Entry>>, Later> queue_;
-  bool stop_ = false;
-  std::thread thread_;
-};
+using util::TimerThread;
 
 // The ProcessingTimeService a subtask's operators see: timers become mails at the operator's
-// priority in that subtask's mailbox.
+// priority in that subtask's mailbox (the timer thread itself never runs operator code).
 class MailboxTimerService final : public ProcessingTimeService {
  public:
   MailboxTimerService(TimerThread* thread, std::shared_ptr<TaskMailbox> mailbox, int priority)

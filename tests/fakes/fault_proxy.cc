@@ -249,22 +249,24 @@ FaultProxy::Decision FaultProxy::decide(const std::string& method) {
   static thread_local std::mt19937 random(std::random_device{}());
   std::lock_guard lock(mu_);
   calls_[method]++;
+  // Every matching rule counts the call (so `nth` is the method's call number for each rule);
+  // the first rule that hits decides.
+  Decision decision;
   for (auto& active : rules_) {
     if (!Matches(active.rule.method, method)) continue;
     ++active.matched;
+    if (decision.faulted) continue;
     if (active.rule.times >= 0 && active.applied >= active.rule.times) continue;
-    bool hit;
-    if (active.rule.nth > 0) {
-      hit = active.matched == active.rule.nth;
-    } else {
-      hit = std::uniform_real_distribution<double>(0, 1)(random) < active.rule.fraction;
-    }
+    const bool hit =
+        active.rule.nth > 0
+            ? active.matched == active.rule.nth
+            : std::uniform_real_distribution<double>(0, 1)(random) < active.rule.fraction;
     if (!hit) continue;
     ++active.applied;
     faults_++;
-    return {true, active.rule};
+    decision = {true, active.rule};
   }
-  return {};
+  return decision;
 }
 
 }  // namespace gcpstream::testing
