@@ -1,9 +1,10 @@
 #include "gcpstream/connector/client_options.h"
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
+#include "gcpstream/connector/callback_queue.h"
 
 namespace gcpstream::connector {
 
@@ -53,8 +54,8 @@ absl::StatusOr<std::string> ReadServiceAccountKey(const std::string& path) {
   }
   for (const char* field : {"private_key", "client_email"}) {
     if (!parsed.contains(field) || !parsed[field].is_string()) {
-      return absl::FailedPreconditionError(
-          std::string("the service account key file has no \"") + field + "\" field");
+      return absl::FailedPreconditionError(std::string("the service account key file has no \"") +
+                                           field + "\" field");
     }
   }
   return json;
@@ -64,6 +65,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(const ClientOptions
                                                              const std::string& production_target,
                                                              grpc::ChannelArguments args) {
   if (absl::Status s = options.validate(); !s.ok()) return s;
+  RetainCallbackQueue();
   if (options.emulator_endpoint()) {
     return grpc::CreateCustomChannel(options.emulator_endpoint()->target(),
                                      grpc::InsecureChannelCredentials(), args);

@@ -1,9 +1,9 @@
 #include "gcpstream/connector/in_flight_gate.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 #include "gcpstream/util/absl_fmt.h"
 
@@ -66,18 +66,18 @@ absl::Status InFlightGate::await(std::string_view wait, absl::FunctionRef<bool()
           "{} sink: no {} completed for {} ms while {} ({} in flight); failing the job after "
           "{} ({} ms)",
           policy_.connector, policy_.completion,
-          std::chrono::duration_cast<std::chrono::milliseconds>(now - base).count(), wait,
-          count(), policy_.progress_timeout_option, policy_.progress_timeout->count()));
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - base).count(), wait, count(),
+          policy_.progress_timeout_option, policy_.progress_timeout->count()));
     }
     if (now - base >= policy_.stall_warning_interval &&
         (last_warning_ == SteadyTime::min() ||
          now - last_warning_ >= policy_.stall_warning_interval)) {
       last_warning_ = now;
       ++warnings_;
-      spdlog::warn("{} sink: no {} has completed for {} s while {}; {} in flight{}",
+      spdlog::warn("{} sink: no {} has completed for {:.1f} s while {}; {} in flight{}",
                    policy_.connector, policy_.completion,
-                   std::chrono::duration_cast<std::chrono::seconds>(now - base).count(), wait,
-                   count(), detail_ ? ", " + detail_() : std::string());
+                   std::chrono::duration<double>(now - base).count(), wait, count(),
+                   detail_ ? ", " + detail_() : std::string());
     }
   }
   return absl::OkStatus();

@@ -12,21 +12,39 @@ struct TimerThread::Entry final : TimerHandle {
   void cancel() override { cancelled.store(true, std::memory_order_release); }
 };
 
-bool TimerThread::Later::operator()(const std::shared_ptr<Entry>& a,
-                                    const std::shared_ptr<Entry>& b) const {
-  if (a->when != b->when) return a->when > b->when;
-  return a->sequence > b->sequence;
-}
+namespace {
+struct Later {
+  template <typename E>
+  bool operator()(const std::shared_ptr<E>& a, const std::shared_ptr<E>& b) const {
+    if (a->when != b->when) return a->when > b->when;
+    return a->sequence > b->sequence;
+  }
+};
+}  // namespace
 
-TimerThread::TimerThread() : thread_([this] { loop(); }) {}
+// Everything the loop touches; shared by the TimerThread and its thread, so a thread detached
+// by a destructor running on it still has its state.
+struct TimerThread::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::priority_queue<std::shared_ptr<Entry>, std::vector<std::shared_ptr<Entry>>, Later> queue;
+  bool stop = false;
+};
+
+TimerThread::TimerThread()
+    : state_(std::make_shared<State>()), thread_([state = state_] { loop(state); }) {}
 
 TimerThread::~TimerThread() {
   {
-    std::lock_guard lock(mu_);
-    stop_ = true;
+    std::lock_guard lock(state_->mu);
+    state_->stop = true;
   }
-  cv_.notify_all();
-  thread_.join();
+  state_->cv.notify_all();
+  if (thread_.get_id() == std::this_thread::get_id()) {
+    thread_.detach();  // destroyed from one of its own callbacks
+  } else {
+    thread_.join();
+  }
 }
 
 std::shared_ptr<TimerHandle> TimerThread::schedule(Time when, std::function<void()> fire) {
@@ -36,29 +54,31 @@ std::shared_ptr<TimerHandle> TimerThread::schedule(Time when, std::function<void
   entry->fire = std::move(fire);
   entry->sequence = sequence.fetch_add(1, std::memory_order_relaxed);
   {
-    std::lock_guard lock(mu_);
-    queue_.push(entry);
+    std::lock_guard lock(state_->mu);
+    state_->queue.push(entry);
   }
-  cv_.notify_all();
+  state_->cv.notify_all();
   return entry;
 }
 
-void TimerThread::loop() {
-  std::unique_lock lock(mu_);
-  while (!stop_) {
-    if (queue_.empty()) {
-      cv_.wait(lock);
+void TimerThread::loop(std::shared_ptr<State> state) {
+  std::unique_lock lock(state->mu);
+  while (!state->stop) {
+    if (state->queue.empty()) {
+      state->cv.wait(lock);
       continue;
     }
-    auto next = queue_.top();
-    if (next->when > std::chrono::steady_clock::now()) {
-      cv_.wait_until(lock, next->when);
+    const Time when = state->queue.top()->when;
+    if (when > std::chrono::steady_clock::now()) {
+      state->cv.wait_until(lock, when);
       continue;
     }
-    queue_.pop();
-    if (next->cancelled.load(std::memory_order_acquire)) continue;
+    std::shared_ptr<Entry> next = state->queue.top();
+    state->queue.pop();
     lock.unlock();
-    next->fire();
+    if (!next->cancelled.load(std::memory_order_acquire)) next->fire();
+    // The callback's captures may own this TimerThread: release them without the lock held.
+    next.reset();
     lock.lock();
   }
 }

@@ -22,6 +22,10 @@ class TimerHandle {
 
 // One thread that runs scheduled callbacks at their due time. Callbacks must be cheap and must
 // not block (they typically post work elsewhere: a mail, a task). Thread-safe.
+//
+// A callback may hold the last reference to the TimerThread's owner (a weak_ptr locked in the
+// callback, say), so the TimerThread may be destroyed on its own thread: the destructor then
+// detaches instead of joining, and the loop, which owns its state, ends after the callback.
 class TimerThread {
  public:
   using Time = std::chrono::steady_clock::time_point;
@@ -32,15 +36,10 @@ class TimerThread {
 
  private:
   struct Entry;
-  struct Later {
-    bool operator()(const std::shared_ptr<Entry>& a, const std::shared_ptr<Entry>& b) const;
-  };
-  void loop();
+  struct State;
+  static void loop(std::shared_ptr<State> state);
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::priority_queue<std::shared_ptr<Entry>, std::vector<std::shared_ptr<Entry>>, Later> queue_;
-  bool stop_ = false;
+  std::shared_ptr<State> state_;
   std::thread thread_;
 };
 

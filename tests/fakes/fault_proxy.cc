@@ -1,9 +1,9 @@
 #include "tests/fakes/fault_proxy.h"
 
+#include <fmt/format.h>
+
 #include <random>
 #include <thread>
-
-#include <fmt/format.h>
 
 namespace gcpstream::testing {
 namespace {
@@ -51,6 +51,10 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
   }
 
   void OnReadDone(bool ok) override {
+    {
+      std::lock_guard lock(mu_);
+      if (upstream_ended_) return;
+    }
     if (ok) {
       upstream_->StartWrite(&request_);
     } else {
@@ -59,7 +63,13 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
   }
 
   void OnWriteDone(bool ok) override {
-    if (ok) upstream_->StartRead(&response_);
+    // Not after the stream was cut or the upstream call ended: a reactor must not be used
+    // after its OnDone.
+    {
+      std::lock_guard lock(mu_);
+      if (!ok || upstream_ended_) return;
+    }
+    upstream_->StartRead(&response_);
   }
 
   void OnCancel() override {
@@ -83,7 +93,12 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
    public:
     explicit Upstream(ProxyCall* call) : call_(call) {}
     void OnWriteDone(bool ok) override {
-      if (ok) call_->StartRead(&call_->request_);
+      if (!ok) return;
+      {
+        std::lock_guard lock(call_->mu_);
+        if (call_->finished_) return;
+      }
+      call_->StartRead(&call_->request_);
     }
     void OnReadDone(bool ok) override {
       if (ok) call_->on_upstream_message();
@@ -132,6 +147,10 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
     }
     if (decision_.faulted && decision_.rule.action == A::kCutStream &&
         responses_ > decision_.rule.cut_after) {
+      {
+        std::lock_guard lock(mu_);
+        upstream_ended_ = true;
+      }
       client_ctx_.TryCancel();
       finish(ToGrpc(decision_.rule.code, decision_.rule.message));
       return;
@@ -140,6 +159,10 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
   }
 
   void on_upstream_done(const grpc::Status& status) {
+    {
+      std::lock_guard lock(mu_);
+      upstream_ended_ = true;
+    }
     if (decision_.faulted && decision_.rule.action == FaultRule::Action::kForwardThenFail) {
       finish(ToGrpc(decision_.rule.code, decision_.rule.message));
     } else {
@@ -184,6 +207,7 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
   bool finished_ = false;
   bool cancelled_ = false;
   bool upstream_started_ = false;
+  bool upstream_ended_ = false;
 };
 
 }  // namespace
@@ -204,8 +228,7 @@ absl::StatusOr<std::unique_ptr<FaultProxy>> FaultProxy::start(const std::string&
   std::unique_ptr<FaultProxy> proxy(new FaultProxy());
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
-  proxy->upstream_ =
-      grpc::CreateCustomChannel(upstream, grpc::InsecureChannelCredentials(), args);
+  proxy->upstream_ = grpc::CreateCustomChannel(upstream, grpc::InsecureChannelCredentials(), args);
   proxy->stub_ = std::make_unique<grpc::GenericStub>(proxy->upstream_);
   proxy->service_ = std::make_unique<Service>(proxy.get());
   grpc::ServerBuilder builder;
@@ -257,10 +280,9 @@ FaultProxy::Decision FaultProxy::decide(const std::string& method) {
     ++active.matched;
     if (decision.faulted) continue;
     if (active.rule.times >= 0 && active.applied >= active.rule.times) continue;
-    const bool hit =
-        active.rule.nth > 0
-            ? active.matched == active.rule.nth
-            : std::uniform_real_distribution<double>(0, 1)(random) < active.rule.fraction;
+    const bool hit = active.rule.nth > 0 ? active.matched == active.rule.nth
+                                         : std::uniform_real_distribution<double>(0, 1)(random) <
+                                               active.rule.fraction;
     if (!hit) continue;
     ++active.applied;
     faults_++;

@@ -1,10 +1,10 @@
 #ifndef GCPSTREAM_TESTS_SUPPORT_FAKE_PUBSUB_H_
 #define GCPSTREAM_TESTS_SUPPORT_FAKE_PUBSUB_H_
 
-#include <map>
-#include <memory>
 #include <atomic>
 #include <condition_variable>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -133,9 +133,9 @@ class FakeTopicAdmin final : public pubsub::TopicAdmin {
     }
     done(result);
   }
-  void async_get_topic(const connector::TopicDestination&,
-                       std::function<void(absl::StatusOr<google::pubsub::v1::Topic>)> done)
-      override {
+  void async_get_topic(
+      const connector::TopicDestination&,
+      std::function<void(absl::StatusOr<google::pubsub::v1::Topic>)> done) override {
     done(absl::UnimplementedError("not faked"));
   }
   std::mutex mu_;
@@ -173,7 +173,7 @@ class FakePublisherStub final : public pubsub::PublisherStub {
       std::lock_guard lock(mu_);
       if (i >= calls_.size() || calls_[i].answered) return;
       calls_[i].answered = true;
-      done = calls_[i].done;
+      done = std::move(calls_[i].done);  // the stub must not keep the caller alive
       for (int m = 0; m < calls_[i].request.messages_size(); ++m) {
         response.add_message_ids("id-" + std::to_string(i) + "-" + std::to_string(m));
       }

@@ -1,0 +1,117 @@
+#include "gcpstream/bigtable/client/row_mutation_entry.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "gcpstream/util/absl_fmt.h"
+
+namespace gcpstream::bigtable {
+
+void AggregateValue::to_proto(google::bigtable::v2::Value& out) const {
+  switch (kind_) {
+    case Kind::kInt64:
+      out.set_int_value(int_);
+      break;
+    case Kind::kBytes:
+      out.set_bytes_value(bytes_);
+      break;
+    case Kind::kRaw:
+      out.set_raw_value(bytes_);
+      break;
+  }
+}
+
+RowMutationEntry::RowMutationEntry(std::string row_key) { entry_.set_row_key(std::move(row_key)); }
+
+RowMutationEntry RowMutationEntry::from_proto(google::bigtable::v2::MutateRowsRequest::Entry e) {
+  RowMutationEntry entry;
+  entry.entry_ = std::move(e);
+  return entry;
+}
+
+RowMutationEntry& RowMutationEntry::set_cell(std::string_view family, std::string_view qualifier,
+                                             std::int64_t timestamp_micros, std::string value) {
+  auto* set = entry_.add_mutations()->mutable_set_cell();
+  set->set_family_name(std::string(family));
+  set->set_column_qualifier(std::string(qualifier));
+  set->set_timestamp_micros(timestamp_micros);
+  set->set_value(std::move(value));
+  return *this;
+}
+
+RowMutationEntry& RowMutationEntry::set_cell(std::string_view family, std::string_view qualifier,
+                                             std::string value) {
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  return set_cell(family, qualifier, micros - micros % 1000, std::move(value));
+}
+
+RowMutationEntry& RowMutationEntry::set_cell_server_time(std::string_view family,
+                                                         std::string_view qualifier,
+                                                         std::string value) {
+  return set_cell(family, qualifier, -1, std::move(value));
+}
+
+RowMutationEntry& RowMutationEntry::delete_cells(std::string_view family,
+                                                 std::string_view qualifier, TimestampRange range) {
+  auto* del = entry_.add_mutations()->mutable_delete_from_column();
+  del->set_family_name(std::string(family));
+  del->set_column_qualifier(std::string(qualifier));
+  if (range.start_micros || range.end_micros) {
+    auto* r = del->mutable_time_range();
+    if (range.start_micros) r->set_start_timestamp_micros(*range.start_micros);
+    if (range.end_micros) r->set_end_timestamp_micros(*range.end_micros);
+  }
+  return *this;
+}
+
+RowMutationEntry& RowMutationEntry::delete_family(std::string_view family) {
+  entry_.add_mutations()->mutable_delete_from_family()->set_family_name(std::string(family));
+  return *this;
+}
+
+RowMutationEntry& RowMutationEntry::delete_row() {
+  entry_.add_mutations()->mutable_delete_from_row();
+  return *this;
+}
+
+RowMutationEntry& RowMutationEntry::add_to_cell(std::string_view family, std::string_view qualifier,
+                                                std::int64_t timestamp_micros,
+                                                const AggregateValue& input) {
+  auto* add = entry_.add_mutations()->mutable_add_to_cell();
+  add->set_family_name(std::string(family));
+  add->mutable_column_qualifier()->set_raw_value(std::string(qualifier));
+  add->mutable_timestamp()->set_raw_timestamp_micros(timestamp_micros);
+  input.to_proto(*add->mutable_input());
+  return *this;
+}
+
+RowMutationEntry& RowMutationEntry::merge_to_cell(std::string_view family,
+                                                  std::string_view qualifier,
+                                                  std::int64_t timestamp_micros,
+                                                  const AggregateValue& input) {
+  auto* merge = entry_.add_mutations()->mutable_merge_to_cell();
+  merge->set_family_name(std::string(family));
+  merge->mutable_column_qualifier()->set_raw_value(std::string(qualifier));
+  merge->mutable_timestamp()->set_raw_timestamp_micros(timestamp_micros);
+  input.to_proto(*merge->mutable_input());
+  return *this;
+}
+
+absl::Status RowMutationEntry::validate() const {
+  if (entry_.mutations_size() == 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("the entry for row '{}' has no mutation", entry_.row_key()));
+  }
+  if (entry_.mutations_size() > kMaxMutationsPerRequest) {
+    return absl::InvalidArgumentError(fmt::format(
+        "the entry for row '{}' carries {} mutations; Bigtable accepts at most {} in one "
+        "request",
+        entry_.row_key(), entry_.mutations_size(), kMaxMutationsPerRequest));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gcpstream::bigtable
