@@ -48,6 +48,18 @@ inline double Spread(const std::vector<double>& v) {
   return med == 0 ? 0 : (*hi - *lo) / med;
 }
 
+// The one machine-readable line scripts/bench.sh reads from a `--only` run: the measured
+// window's records, wall and CPU seconds, and the process's peak RSS so far.
+inline void PrintResult(const char* bench, const char* client, std::int64_t records,
+                        const Measurement& m) {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf("RESULT bench=%s client=%s records=%lld seconds=%.4f cpu_s=%.4f peak_rss_kb=%ld\n",
+              bench, client, static_cast<long long>(records), m.wall_s, m.cpu_s,
+              static_cast<long>(usage.ru_maxrss));
+  std::fflush(stdout);
+}
+
 }  // namespace gcpstream::bench
 
 #endif  // GCPSTREAM_BENCH_BENCH_UTIL_H_

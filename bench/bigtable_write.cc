@@ -255,6 +255,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"sink", "raw"}));
   app.add_flag("--stall", stall, "measure peak memory against a stalled endpoint");
   app.add_option("--fault-proxy", proxy, "the fault_proxy program (--stall)");
+  std::int64_t warmup = 0;
+  app.add_option("--warmup", warmup, "with --only: rows written first, outside the measurement");
   CLI11_PARSE(app, argc, argv);
   if (endpoint.empty()) {
     std::fprintf(stderr, "set --endpoint or BIGTABLE_EMULATOR_HOST (scripts/emulators.sh start)\n");
@@ -267,10 +269,15 @@ int main(int argc, char** argv) {
   const std::string table = std::string(kInstance) + "/tables/" + table_id;
   CreateTable(channel, table_id);
   if (!only.empty()) {
-    Measurement m = only == "raw" ? Measure([&] { RawWrite(channel, table, n); })
-                                  : Measure([&] { SinkWrite(endpoint, table_id, n); });
+    auto run = [&](std::int64_t count) {
+      return only == "raw" ? Measure([&] { RawWrite(channel, table, count); })
+                           : Measure([&] { SinkWrite(endpoint, table_id, count); });
+    };
+    if (warmup > 0) run(warmup);
+    Measurement m = run(n);
     std::printf("%s: %.0f rows/s, %.3f CPU-s per 100k rows\n", only.c_str(), n / m.wall_s,
                 m.cpu_s * 100000.0 / n);
+    gcpstream::bench::PrintResult("bigtable_write", only == "raw" ? "raw" : "gcpstream", n, m);
     return 0;
   }
   RawWrite(channel, table, n / 4);  // warm-up of both paths

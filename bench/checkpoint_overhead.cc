@@ -26,8 +26,8 @@ struct Rate {
 
 Rate Run(std::int64_t n, int parallelism, std::chrono::milliseconds interval,
          std::int64_t* checkpoints) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("gcpstream-bench-cp-" + std::to_string(getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("gcpstream-bench-cp-" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   gcpstream::StreamExecutionEnvironment env;
   env.set_parallelism(parallelism);
@@ -85,8 +85,8 @@ int main(int argc, char** argv) {
     const double c = gcpstream::bench::Median(cpu_rates[i]);
     const double spread = gcpstream::bench::Spread(rates[i]);
     std::printf("%-14s %12.0f %9.3f %16.0f %9.3f %6lld   (spread %.0f%%)%s\n", names[i], r,
-                r / base, c, c / cpu_base, static_cast<long long>(checkpoints[i]),
-                100 * spread, spread > 0.10 ? "  inconclusive: spread > 10%" : "");
+                r / base, c, c / cpu_base, static_cast<long long>(checkpoints[i]), 100 * spread,
+                spread > 0.10 ? "  inconclusive: spread > 10%" : "");
   }
   std::printf("checksum %lld\n", static_cast<long long>(g_sum.load()));
   return 0;

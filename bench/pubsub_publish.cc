@@ -7,13 +7,13 @@
 //
 //   build/bench/pubsub_publish [--endpoint host:port] [--messages N] [--repetitions R]
 //   (endpoint defaults to $PUBSUB_EMULATOR_HOST)
+#include <grpcpp/grpcpp.h>
+
+#include <CLI/CLI.hpp>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
-
-#include <CLI/CLI.hpp>
-#include <grpcpp/grpcpp.h>
 
 #include "bench/bench_util.h"
 #include "gcpstream/pubsub/sink/pubsub_sink.h"
@@ -109,8 +109,8 @@ void SinkPublish(const std::string& endpoint, const std::string& topic_id, std::
 
 int main(int argc, char** argv) {
   CLI::App app{"Pub/Sub publish benchmark"};
-  std::string endpoint = std::getenv("PUBSUB_EMULATOR_HOST") ? std::getenv("PUBSUB_EMULATOR_HOST")
-                                                             : "";
+  std::string endpoint =
+      std::getenv("PUBSUB_EMULATOR_HOST") ? std::getenv("PUBSUB_EMULATOR_HOST") : "";
   std::int64_t n = 200000;
   int repetitions = 3;
   std::string only;
@@ -119,6 +119,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"sink", "raw"}));
   app.add_option("--messages", n);
   app.add_option("--repetitions", repetitions);
+  std::int64_t warmup = 0;
+  app.add_option("--warmup", warmup, "with --only: messages sent first, outside the measurement");
   CLI11_PARSE(app, argc, argv);
   if (endpoint.empty()) {
     std::fprintf(stderr, "set --endpoint or PUBSUB_EMULATOR_HOST (scripts/emulators.sh start)\n");
@@ -130,10 +132,15 @@ int main(int argc, char** argv) {
   const std::string topic = "projects/bench/topics/" + topic_id;
   CreateTopic(*stub, topic);
   if (!only.empty()) {
-    Measurement m = only == "raw" ? Measure([&] { RawPublish(*stub, topic, n); })
-                                  : Measure([&] { SinkPublish(endpoint, topic_id, n); });
+    auto run = [&](std::int64_t count) {
+      return only == "raw" ? Measure([&] { RawPublish(*stub, topic, count); })
+                           : Measure([&] { SinkPublish(endpoint, topic_id, count); });
+    };
+    if (warmup > 0) run(warmup);
+    Measurement m = run(n);
     std::printf("%s: %.0f messages/s, %.3f CPU-s per 100k\n", only.c_str(), n / m.wall_s,
                 m.cpu_s * 100000.0 / n);
+    gcpstream::bench::PrintResult("pubsub_publish", only == "raw" ? "raw" : "gcpstream", n, m);
     return 0;
   }
   // Warm-up of both paths (the emulator's JIT too).
@@ -150,20 +157,19 @@ int main(int argc, char** argv) {
   }
   using gcpstream::bench::Median;
   using gcpstream::bench::Spread;
-  std::printf("Pub/Sub publish, %lld x 1 KiB messages, batches of %d, %d in flight; "
-              "%d interleaved repetitions after a warm-up; medians (spread)\n",
-              static_cast<long long>(n), kBatch, kConcurrency, repetitions);
+  std::printf(
+      "Pub/Sub publish, %lld x 1 KiB messages, batches of %d, %d in flight; "
+      "%d interleaved repetitions after a warm-up; medians (spread)\n",
+      static_cast<long long>(n), kBatch, kConcurrency, repetitions);
   std::printf("%-22s %12s %22s\n", "client", "messages/s", "CPU-s per 100k msgs");
-  std::printf("%-22s %12.0f %22.3f   (spread %.0f%% / %.0f%%)\n", "raw gRPC loop",
-              Median(raw_rate), Median(raw_cpu), 100 * Spread(raw_rate), 100 * Spread(raw_cpu));
+  std::printf("%-22s %12.0f %22.3f   (spread %.0f%% / %.0f%%)\n", "raw gRPC loop", Median(raw_rate),
+              Median(raw_cpu), 100 * Spread(raw_rate), 100 * Spread(raw_cpu));
   std::printf("%-22s %12.0f %22.3f   (spread %.0f%% / %.0f%%)\n", "gcpstream sink (job)",
-              Median(sink_rate), Median(sink_cpu), 100 * Spread(sink_rate),
-              100 * Spread(sink_cpu));
+              Median(sink_rate), Median(sink_cpu), 100 * Spread(sink_rate), 100 * Spread(sink_cpu));
   const double ratio = Median(sink_rate) / Median(raw_rate);
-  std::printf("sink / raw throughput: %.3f  (goal >= 0.85)%s\n", ratio,
-              std::max(Spread(raw_rate), Spread(sink_rate)) > 0.10
-                  ? "  inconclusive: spread > 10%"
-                  : "");
+  std::printf(
+      "sink / raw throughput: %.3f  (goal >= 0.85)%s\n", ratio,
+      std::max(Spread(raw_rate), Spread(sink_rate)) > 0.10 ? "  inconclusive: spread > 10%" : "");
   std::printf("sink / raw CPU per message: %.3f\n", Median(sink_cpu) / Median(raw_cpu));
   return 0;
 }

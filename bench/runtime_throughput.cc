@@ -135,8 +135,8 @@ int main(int argc, char** argv) {
   for (std::size_t c = 0; c < std::size(cases); ++c) {
     const double r = Median(rate[c]);
     const double pc = Median(per_core[c]);
-    std::printf("%-16s %14.0f %18.0f %12.3f   (spread %.0f%%)%s\n", cases[c].name, r, pc,
-                pc / base, 100 * Spread(rate[c]),
+    std::printf("%-16s %14.0f %18.0f %12.3f   (spread %.0f%%)%s\n", cases[c].name, r, pc, pc / base,
+                100 * Spread(rate[c]),
                 Spread(rate[c]) > 0.10 ? "  inconclusive: spread > 10%" : "");
   }
   std::printf("checksum %lld\n", static_cast<long long>(g_checksum.load()));

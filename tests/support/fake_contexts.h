@@ -4,6 +4,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -45,12 +46,15 @@ class TestMailbox {
 class FakeReaderContext final : public SourceReaderContext {
  public:
   explicit FakeReaderContext(TestMailbox& mailbox, int index = 0, int parallelism = 1)
-      : mailbox_(mailbox), index_(index), parallelism_(parallelism),
+      : mailbox_(mailbox),
+        index_(index),
+        parallelism_(parallelism),
         group_(&registry_.group({{"test", "reader"}})) {}
   int subtask_index() const override { return index_; }
   int parallelism() const override { return parallelism_; }
   void send_split_request() override { split_requests++; }
   void send_source_event_to_coordinator(std::shared_ptr<const SourceEvent> event) override {
+    std::lock_guard lock(events_mu);
     events.push_back(std::move(event));
   }
   void signal_available() override {
@@ -66,7 +70,12 @@ class FakeReaderContext final : public SourceReaderContext {
   SourceReaderOptions options_;
   std::atomic<int> split_requests{0};
   std::atomic<int> available_signals{0};
+  std::mutex events_mu;  // events arrive from client threads
   std::vector<std::shared_ptr<const SourceEvent>> events;
+  std::size_t event_count() {
+    std::lock_guard lock(events_mu);
+    return events.size();
+  }
   runtime::MetricRegistry& registry() { return registry_; }
 
  private:
@@ -134,7 +143,9 @@ class RecordingReaderOutput final : public ReaderOutput<T> {
 class FakeWriterInitContext final : public WriterInitContext {
  public:
   explicit FakeWriterInitContext(TestMailbox& mailbox, int index = 0, int parallelism = 1)
-      : mailbox_(mailbox), index_(index), parallelism_(parallelism),
+      : mailbox_(mailbox),
+        index_(index),
+        parallelism_(parallelism),
         group_(&registry_.group({{"test", "writer"}})) {}
   int subtask_index() const override { return index_; }
   int parallelism() const override { return parallelism_; }

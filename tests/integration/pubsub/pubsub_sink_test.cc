@@ -1,5 +1,7 @@
 // The Pub/Sub sink through its public builder against the Pub/Sub emulator, and through the
 // fault proxy for what the emulator cannot do (batch rejections, a stalled topic, outages).
+#include "gcpstream/pubsub/sink/pubsub_sink.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,7 +11,6 @@
 #include <thread>
 
 #include "gcpstream/pubsub/sink/pubsub_dead_letter_queue.h"
-#include "gcpstream/pubsub/sink/pubsub_sink.h"
 #include "gcpstream/runtime/builtin/number_sequence_source.h"
 #include "gcpstream/runtime/stream_execution_environment.h"
 #include "tests/fakes/fault_proxy.h"
@@ -22,8 +23,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using connector::TopicDestination;
-using ::testing::HasSubstr;
 using testing::Emulator;
+using ::testing::HasSubstr;
 using testing::PubSubEmulatorClient;
 
 constexpr char kProject[] = "sink-it";
@@ -60,8 +61,7 @@ class PubSubSinkIT : public ::testing::Test {
     return id;
   }
 
-  std::vector<google::pubsub::v1::PubsubMessage> Pull(const std::string& topic_id,
-                                                      std::size_t n) {
+  std::vector<google::pubsub::v1::PubsubMessage> Pull(const std::string& topic_id, std::size_t n) {
     return client_->pull(testing::SubscriptionName(kProject, topic_id + "-sub"), n, 20s);
   }
 
@@ -165,14 +165,15 @@ TEST_F(PubSubSinkIT, DeadLetterQueueRoundTrip) {
                  .build();
   ASSERT_TRUE(dlq.ok()) << dlq.status();
   auto builder = Builder(endpoint_);
-  builder.serializer(PubSubSerializationSchema<Record>::of(
-                         [](const Record& r, const SinkWriterContext&)
-                             -> std::optional<google::pubsub::v1::PubsubMessage> {
-                           if (r.data == "poison") throw std::runtime_error("cannot encode");
-                           google::pubsub::v1::PubsubMessage m;
-                           m.set_data(r.data);
-                           return m;
-                         }))
+  builder
+      .serializer(PubSubSerializationSchema<Record>::of(
+          [](const Record& r,
+             const SinkWriterContext&) -> std::optional<google::pubsub::v1::PubsubMessage> {
+            if (r.data == "poison") throw std::runtime_error("cannot encode");
+            google::pubsub::v1::PubsubMessage m;
+            m.set_data(r.data);
+            return m;
+          }))
       .failed_message_handler(connector::FailureHandler::send_to_dead_letter_queue(*dlq));
   auto writer = Writer(builder, context_);
   ASSERT_TRUE(writer->write({topic, "fine"}, ctx_).ok());
@@ -250,7 +251,8 @@ TEST_F(PubSubSinkFaultIT, ABatchRejectedForOneBadMessageRoutesOnlyThatMessage) {
                                  return absl::OkStatus();
                                })),
                        context_);
-  for (const char* d : {"good-1", "bad", "good-2"}) ASSERT_TRUE(writer->write({topic, d}, ctx_).ok());
+  for (const char* d : {"good-1", "bad", "good-2"})
+    ASSERT_TRUE(writer->write({topic, d}, ctx_).ok());
   ASSERT_TRUE(writer->flush(false).ok());
   EXPECT_EQ(dropped, (std::vector<std::string>{"bad"}));
   auto messages = Pull(topic, 2);

@@ -17,10 +17,10 @@ namespace {
 
 using namespace std::chrono_literals;
 using connector::TopicDestination;
-using ::testing::HasSubstr;
 using testing::FakePublisher;
 using testing::FakePublisherFactory;
 using testing::FakeTopicAdmin;
+using ::testing::HasSubstr;
 
 struct Event {
   std::string topic;
@@ -46,16 +46,17 @@ class PubSubWriterTest : public ::testing::Test {
     b.destination_resolver([](const Event& e, const SinkWriterContext&) {
        return std::optional<TopicDestination>(TopicDestination::of("p", e.topic));
      })
-        .serializer(PubSubSerializationSchema<Event>::of(
-                        [](const Event& e, const SinkWriterContext&)
-                            -> std::optional<google::pubsub::v1::PubsubMessage> {
-                          if (e.data == "skip") return std::nullopt;
-                          if (e.data == "throw") throw std::runtime_error("cannot encode");
-                          google::pubsub::v1::PubsubMessage m;
-                          m.set_data(e.data);
-                          return m;
-                        })
-                        .with_ordering_key([](const Event& e) { return e.key; }))
+        .serializer(
+            PubSubSerializationSchema<Event>::of(
+                [](const Event& e,
+                   const SinkWriterContext&) -> std::optional<google::pubsub::v1::PubsubMessage> {
+                  if (e.data == "skip") return std::nullopt;
+                  if (e.data == "throw") throw std::runtime_error("cannot encode");
+                  google::pubsub::v1::PubsubMessage m;
+                  m.set_data(e.data);
+                  return m;
+                })
+                .with_ordering_key([](const Event& e) { return e.key; }))
         .publisher_options(options_)
         .clients(clients);
     return b;
@@ -89,8 +90,8 @@ class PubSubWriterTest : public ::testing::Test {
 
 TEST_F(PubSubWriterTest, ASkippedRecordIsCountedAndNeitherPublishedNorFailed) {
   int handled = 0;
-  auto w = writer(builder().failed_message_handler(connector::FailureHandler::custom(
-      [&](const connector::FailedElement&) {
+  auto w = writer(builder().failed_message_handler(
+      connector::FailureHandler::custom([&](const connector::FailedElement&) {
         ++handled;
         return absl::OkStatus();
       })));
@@ -163,8 +164,8 @@ TEST_F(PubSubWriterTest, AFailureCapturedInACallbackSurvivesToTheNextCall) {
 
 TEST_F(PubSubWriterTest, IsolationPassRoutesOnlyTheMessageTheServiceRefusesAlone) {
   std::vector<std::string> handled;
-  auto w = writer(builder().failed_message_handler(connector::FailureHandler::custom(
-      [&](const connector::FailedElement& e) {
+  auto w = writer(builder().failed_message_handler(
+      connector::FailureHandler::custom([&](const connector::FailedElement& e) {
         google::pubsub::v1::PubsubMessage m;
         EXPECT_TRUE(m.ParseFromString(e.payload_bytes()));
         handled.push_back(m.data());
@@ -306,11 +307,10 @@ TEST_F(PubSubWriterTest, AResolverReturningNothingFailsTheJobInsteadOfRouting) {
   auto b = builder();
   b.destination_resolver([](const Event&, const SinkWriterContext&) {
      return std::optional<TopicDestination>();
-   })
-      .failed_message_handler(connector::FailureHandler::custom([&](const auto&) {
-        ++handled;
-        return absl::OkStatus();
-      }));
+   }).failed_message_handler(connector::FailureHandler::custom([&](const auto&) {
+    ++handled;
+    return absl::OkStatus();
+  }));
   auto w = writer(b);
   EXPECT_EQ(w->write({"t1", "a"}, ctx_).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(handled, 0);
@@ -321,8 +321,8 @@ TEST_F(PubSubWriterTest, ASerializerThatThrowsIsRoutedButNeverCountsTowardTheRej
   options_.max_consecutive_rejections = 2;
   int handled = 0;
   std::string payload = "x";
-  auto w = writer(builder().failed_message_handler(connector::FailureHandler::custom(
-      [&](const connector::FailedElement& e) {
+  auto w = writer(builder().failed_message_handler(
+      connector::FailureHandler::custom([&](const connector::FailedElement& e) {
         ++handled;
         payload = e.payload_bytes();
         EXPECT_FALSE(e.is_service_rejection());

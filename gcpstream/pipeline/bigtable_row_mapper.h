@@ -1,0 +1,39 @@
+#ifndef GCPSTREAM_PIPELINE_BIGTABLE_ROW_MAPPER_H_
+#define GCPSTREAM_PIPELINE_BIGTABLE_ROW_MAPPER_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gcpstream/bigtable/client/row_mutation_entry.h"
+#include "gcpstream/pipeline/pipeline_record.h"
+#include "gcpstream/pipeline/pipeline_spec.h"
+#include "gcpstream/pipeline/record_template.h"
+
+namespace gcpstream::pipeline {
+
+// Turns a record into one Bigtable row as `transform.to_bigtable` says: the row key from its
+// template, one cell per column (family:qualifier = the column template's text), every cell
+// stamped with the timestamp field (so a replay overwrites the same versions) or, without one,
+// with the writer's clock.
+//
+// Immutable; thread-safe.
+class BigtableRowMapper {
+ public:
+  // INVALID_ARGUMENT for a malformed template.
+  static absl::StatusOr<BigtableRowMapper> make(const BigtableMappingSpec& spec);
+
+  // INVALID_ARGUMENT naming the field for a missing placeholder (unless skip_missing_fields
+  // skips that cell; the row key is always required) or an unreadable timestamp.
+  absl::StatusOr<bigtable::RowMutationEntry> map(const PipelineRecord& record) const;
+
+ private:
+  BigtableMappingSpec spec_;
+  RecordTemplate row_key_;
+  std::vector<std::pair<std::string, RecordTemplate>> columns_;
+};
+
+}  // namespace gcpstream::pipeline
+
+#endif  // GCPSTREAM_PIPELINE_BIGTABLE_ROW_MAPPER_H_

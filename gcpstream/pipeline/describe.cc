@@ -1,0 +1,185 @@
+#include "gcpstream/pipeline/describe.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "gcpstream/api/status_macros.h"
+#include "gcpstream/connector/lineage.h"
+#include "gcpstream/pipeline/duration_text.h"
+#include "gcpstream/pipeline/file_source.h"
+#include "gcpstream/pipeline/pipeline_job.h"
+#include "gcpstream/runtime/builtin/number_sequence_source.h"
+
+namespace gcpstream::pipeline {
+namespace {
+
+const char* OpName(FieldComparison::Op op) {
+  static const char* kNames[] = {"eq", "ne", "lt", "le", "gt", "ge", "exists", "not_exists"};
+  return kNames[static_cast<int>(op)];
+}
+
+std::string Comparisons(const std::vector<FieldComparison>& list) {
+  std::string out;
+  for (const auto& c : list) {
+    if (!out.empty()) out += " and ";
+    out += fmt::format("{} {}", c.field, OpName(c.op));
+    if (c.op != FieldComparison::Op::kExists && c.op != FieldComparison::Op::kNotExists) {
+      out += " " + c.value.dump();
+    }
+  }
+  return out;
+}
+
+std::string SourceLine(const SourceSpec& source) {
+  if (const auto* f = std::get_if<FileSourceSpec>(&source)) {
+    const char* format = f->format == FileSourceSpec::Format::kJsonLines   ? "JSON lines"
+                         : f->format == FileSourceSpec::Format::kJsonArray ? "JSON array"
+                                                                           : "JSON (auto)";
+    return fmt::format("file {} ({}, bounded, splits of ~{} bytes, checkpointed offsets)", f->path,
+                       format, f->split_bytes);
+  }
+  const auto& p = std::get<PubSubSourceSpec>(source);
+  std::string subs;
+  for (const auto& s : p.subscriptions) {
+    if (!subs.empty()) subs += ", ";
+    subs += connector::SubscriptionDestination::of(s.project, s.subscription).resource_name();
+    if (s.create) subs += fmt::format(" (created on topic {} if missing)", s.create->topic);
+  }
+  return fmt::format("pubsub {} (unbounded, acknowledged when a checkpoint completes{})", subs,
+                     p.emulator_endpoint ? ", emulator " + *p.emulator_endpoint : "");
+}
+
+std::string SinkLine(const PipelineSpec& spec) {
+  if (const auto* b = std::get_if<BigtableSinkSpec>(&spec.sink)) {
+    const auto& m = *spec.transform.to_bigtable;
+    std::string cols;
+    for (const auto& [q, t] : m.columns) cols += fmt::format(" {}:{}={}", m.family, q, t);
+    return fmt::format(
+        "bigtable {} row key {}, cells{}, timestamp {}{}{}",
+        connector::TableDestination::of(b->project, b->instance, b->table).resource_name(),
+        m.row_key, cols,
+        m.timestamp ? fmt::format("from field {}{}", m.timestamp->field,
+                                  m.timestamp->format ? " as \"" + *m.timestamp->format + "\""
+                                                      : std::string(" (number)"))
+                    : std::string("the writer's clock"),
+        b->create_if_needed ? ", table created if missing" : "",
+        b->emulator_endpoint ? ", emulator " + *b->emulator_endpoint : "");
+  }
+  const auto& p = std::get<PubSubSinkSpec>(spec.sink);
+  const PubSubMappingSpec m = spec.transform.to_pubsub.value_or(PubSubMappingSpec{});
+  std::string attrs;
+  for (const auto& [k, t] : m.attributes) attrs += fmt::format(" {}={}", k, t);
+  return fmt::format("pubsub {} data {}, attributes{}{}{}{}{}",
+                     connector::TopicDestination::of(p.project, p.topic).resource_name(),
+                     m.data_field ? "field " + *m.data_field : std::string("= the record as JSON"),
+                     m.include_record_attributes ? " (the record's own)" : "", attrs,
+                     m.ordering_key ? ", ordering key " + *m.ordering_key : "",
+                     p.create_if_needed ? ", topic created if missing" : "",
+                     p.emulator_endpoint ? ", emulator " + *p.emulator_endpoint : "");
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, LineageVertex>> PipelineLineage(const PipelineSpec& spec) {
+  std::vector<std::pair<std::string, LineageVertex>> out;
+  if (const auto* f = std::get_if<FileSourceSpec>(&spec.source)) {
+    out.emplace_back("source", FileSource(*f).lineage_vertex());
+  } else {
+    LineageVertex v;
+    v.role = LineageVertex::Role::kSource;
+    v.connector = "pubsub";
+    for (const auto& s : std::get<PubSubSourceSpec>(spec.source).subscriptions) {
+      v.datasets.push_back(connector::PubSubSubscriptionDataset(
+          connector::SubscriptionDestination::of(s.project, s.subscription)));
+    }
+    out.emplace_back("source", std::move(v));
+  }
+  LineageVertex sink;
+  sink.role = LineageVertex::Role::kSink;
+  if (const auto* b = std::get_if<BigtableSinkSpec>(&spec.sink)) {
+    sink.connector = "bigtable";
+    sink.datasets.push_back(connector::BigtableDataset(
+        connector::TableDestination::of(b->project, b->instance, b->table)));
+  } else {
+    const auto& p = std::get<PubSubSinkSpec>(spec.sink);
+    sink.connector = "pubsub";
+    sink.datasets.push_back(
+        connector::PubSubTopicDataset(connector::TopicDestination::of(p.project, p.topic)));
+  }
+  out.emplace_back("sink", std::move(sink));
+  if (spec.failure_handler.kind == FailureHandlerSpec::Kind::kDeadLetter) {
+    LineageVertex dl;
+    dl.role = LineageVertex::Role::kSink;
+    dl.connector = "pubsub";
+    dl.datasets.push_back(connector::PubSubTopicDataset(
+        connector::TopicDestination::of(spec.failure_handler.project, spec.failure_handler.topic)));
+    out.emplace_back("dead letters", std::move(dl));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> DescribePipeline(const PipelineSpec& spec) {
+  // Validate the sink (and failure handler) builders on a throwaway graph.
+  {
+    StreamExecutionEnvironment env;
+    auto stream = env.from_source(std::make_shared<NumberSequenceSource>(0, 0, 1),
+                                  WatermarkStrategy<std::int64_t>::no_watermarks(), "probe")
+                      .map([](std::int64_t) { return PipelineRecord{}; });
+    GCP_RETURN_IF_ERROR(AttachSink(spec, stream));
+  }
+  std::string out;
+  out += fmt::format("pipeline {} (parallelism {})\n\n", spec.name, spec.parallelism);
+  out += "plan:\n";
+  out += fmt::format("  source     {}\n", SourceLine(spec.source));
+  std::string transform;
+  if (!spec.transform.keep.empty()) {
+    transform += fmt::format("keep if {}; ", Comparisons(spec.transform.keep));
+  }
+  if (!spec.transform.drop.empty()) {
+    transform += fmt::format("drop if {}; ", Comparisons(spec.transform.drop));
+  }
+  if (spec.transform.ordinal) {
+    const auto& o = *spec.transform.ordinal;
+    transform += fmt::format("ordinal (from {}) as {}; ", o.start,
+                             o.attribute ? "attribute " + *o.attribute : "field " + *o.field);
+  }
+  if (transform.empty()) transform = "pass every record; ";
+  out += fmt::format("  transform  {}\n", transform.substr(0, transform.size() - 2));
+  out += fmt::format("  sink       {}\n", SinkLine(spec));
+  const char* handler = spec.failure_handler.kind == FailureHandlerSpec::Kind::kFail
+                            ? "fail the job"
+                        : spec.failure_handler.kind == FailureHandlerSpec::Kind::kLogAndDrop
+                            ? "log and drop"
+                            : "dead-letter to Pub/Sub";
+  out +=
+      fmt::format("  failures   {} (record-level rejections and mapping errors only)\n", handler);
+  const auto& cp = spec.checkpointing;
+  if (cp.interval.count() > 0) {
+    out += fmt::format(
+        "  checkpoints every {} ({}), into {}, timeout {}, retained {}\n",
+        FormatDuration(cp.interval),
+        cp.mode == runtime::CheckpointingMode::kExactlyOnce ? "EXACTLY_ONCE" : "AT_LEAST_ONCE",
+        cp.dir.empty() ? std::string("memory only (no dir)") : cp.dir, FormatDuration(cp.timeout),
+        cp.retained);
+  } else {
+    out += "  checkpoints off (no restore after a crash)\n";
+  }
+  out += "\noptions (value, default; * = set in the file):\n";
+  std::size_t width = 0;
+  for (const auto& o : spec.options) width = std::max(width, o.path.size());
+  for (const auto& o : spec.options) {
+    out +=
+        fmt::format("  {} {:<{}}  {:<24}  default: {}\n", o.set ? '*' : ' ', o.path, width,
+                    o.value.empty() ? (o.set ? "-" : o.default_value) : o.value, o.default_value);
+  }
+  out += "\nlineage:\n";
+  for (const auto& [role, v] : PipelineLineage(spec)) {
+    for (const auto& d : v.datasets) {
+      out += fmt::format("  {:<13} {:<9} {}\n", role, v.connector, connector::DescribeDataset(d));
+    }
+  }
+  return out;
+}
+
+}  // namespace gcpstream::pipeline

@@ -1,0 +1,56 @@
+#include "gcpstream/pipeline/duration_text.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+
+namespace gcpstream::pipeline {
+
+absl::StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view text) {
+  const std::string s(text);
+  auto invalid = [&] {
+    return absl::InvalidArgumentError(fmt::format(
+        "'{}' is not a duration: write a number with a unit, one of ms, s, min, h, d (e.g. 500ms, "
+        "1s, 10min)",
+        s));
+  };
+  if (s == "0") return std::chrono::milliseconds(0);
+  std::size_t i = 0;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+  if (i == 0 || i == s.size()) return invalid();
+  const std::string number = s.substr(0, i);
+  std::string unit = s.substr(i);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
+  char* end = nullptr;
+  const double value = std::strtod(number.c_str(), &end);
+  if (end == nullptr || *end != '\0' || !std::isfinite(value) || value < 0) return invalid();
+  double scale = 0;
+  if (unit == "ms") {
+    scale = 1;
+  } else if (unit == "s") {
+    scale = 1000;
+  } else if (unit == "min" || unit == "m") {
+    scale = 60'000;
+  } else if (unit == "h") {
+    scale = 3'600'000;
+  } else if (unit == "d") {
+    scale = 86'400'000;
+  } else {
+    return invalid();
+  }
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(value * scale)));
+}
+
+std::string FormatDuration(std::chrono::milliseconds d) {
+  const std::int64_t ms = d.count();
+  if (ms == 0) return "0";
+  if (ms % 86'400'000 == 0) return fmt::format("{}d", ms / 86'400'000);
+  if (ms % 3'600'000 == 0) return fmt::format("{}h", ms / 3'600'000);
+  if (ms % 60'000 == 0) return fmt::format("{}min", ms / 60'000);
+  if (ms % 1000 == 0) return fmt::format("{}s", ms / 1000);
+  return fmt::format("{}ms", ms);
+}
+
+}  // namespace gcpstream::pipeline

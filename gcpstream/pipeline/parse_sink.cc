@@ -1,0 +1,166 @@
+// The `sink:` section of a pipeline file.
+#include <fmt/format.h>
+
+#include "gcpstream/pipeline/internal/spec_sections.h"
+
+namespace gcpstream::pipeline::internal {
+namespace {
+
+void ParseRecovery(YamlMap& m, connector::RecoveryOptions& r) {
+  r.initial_backoff = m.duration("recovery_initial_backoff", r.initial_backoff);
+  r.max_backoff = m.duration("recovery_max_backoff", r.max_backoff);
+  r.max_attempts = static_cast<int>(m.integer("recovery_max_attempts", r.max_attempts));
+}
+
+std::optional<bigtable::TableCreateOptions> ParseTableCreateOptions(YamlMap& parent) {
+  if (!parent.has("table_create_options")) {
+    parent.node("table_create_options");
+    return std::nullopt;
+  }
+  YamlMap m = parent.map("table_create_options");
+  YamlContext& ctx = m.context();
+  bigtable::TableCreateOptions options;
+  const YAML::Node families = m.node("column_families");
+  if (!families.IsDefined() || !families.IsMap() || families.size() == 0) {
+    ctx.fail(m.mark(), m.key_path("column_families"),
+             "required: a mapping of family name: {max_versions, max_age, type}");
+  } else {
+    for (auto it = families.begin(); it != families.end(); ++it) {
+      const std::string name = it->first.Scalar();
+      YamlMap f(ctx, it->second, m.key_path("column_families") + "." + name);
+      auto versions = f.optional_integer("max_versions", "unset (keep every version)");
+      auto age = f.optional_duration("max_age", "unset");
+      const std::string type =
+          f.choice("type", "raw", {"raw", "int64_sum", "int64_min", "int64_max", "int64_hll"});
+      f.finish();
+      std::optional<bigtable::GcRule> rule;
+      if (versions && age) {
+        // Either condition collects a cell: the usual "latest N, none older than" shape.
+        rule =
+            bigtable::GcRule::union_of({bigtable::GcRule::max_versions(static_cast<int>(*versions)),
+                                        bigtable::GcRule::max_age(*age)});
+      } else if (versions) {
+        rule = bigtable::GcRule::max_versions(static_cast<int>(*versions));
+      } else if (age) {
+        rule = bigtable::GcRule::max_age(*age);
+      }
+      bigtable::ColumnFamilyType t = bigtable::ColumnFamilyType::kRaw;
+      if (type == "int64_sum") t = bigtable::ColumnFamilyType::kInt64Sum;
+      if (type == "int64_min") t = bigtable::ColumnFamilyType::kInt64Min;
+      if (type == "int64_max") t = bigtable::ColumnFamilyType::kInt64Max;
+      if (type == "int64_hll") t = bigtable::ColumnFamilyType::kInt64Hll;
+      options.column_family(name, rule, t);
+    }
+  }
+  m.finish();
+  return options;
+}
+
+BigtableSinkSpec ParseBigtableSink(YamlMap& m) {
+  BigtableSinkSpec spec;
+  spec.project = m.required_string("project");
+  spec.instance = m.required_string("instance");
+  spec.table = m.required_string("table");
+  spec.emulator_endpoint = m.optional_string("emulator_endpoint");
+  spec.service_account_key_file = m.optional_string("service_account_key_file");
+  spec.app_profile_id = m.string("app_profile_id", "");
+  spec.create_if_needed = m.choice("create_disposition", "CREATE_NEVER",
+                                   {"CREATE_NEVER", "CREATE_IF_NEEDED"}) == "CREATE_IF_NEEDED";
+  spec.table_create_options = ParseTableCreateOptions(m);
+  YamlMap w = m.map("writer_options");
+  auto& o = spec.writer_options;
+  o.batch_element_count = w.optional_integer("batch_element_count", "100 (the client's)");
+  o.batch_byte_size = w.optional_integer("batch_byte_size", "20 MiB (the client's)");
+  o.max_in_flight_entries = w.integer("max_in_flight_entries", o.max_in_flight_entries);
+  o.max_in_flight_bytes = w.integer("max_in_flight_bytes", o.max_in_flight_bytes);
+  o.max_consecutive_rejections =
+      static_cast<int>(w.integer("max_consecutive_rejections", o.max_consecutive_rejections));
+  ParseRecovery(w, o.recovery);
+  o.destination_idle_timeout = w.duration("destination_idle_timeout", o.destination_idle_timeout);
+  o.max_active_instances =
+      static_cast<int>(w.integer("max_active_instances", o.max_active_instances));
+  o.per_destination_metrics = w.boolean("per_destination_metrics", o.per_destination_metrics);
+  w.finish();
+  return spec;
+}
+
+std::optional<pubsub::TopicCreateOptions> ParseTopicCreateOptions(YamlMap& parent) {
+  if (!parent.has("topic_create_options")) {
+    parent.node("topic_create_options");
+    return std::nullopt;
+  }
+  YamlMap m = parent.map("topic_create_options");
+  pubsub::TopicCreateOptions options;
+  if (auto retention = m.optional_duration("message_retention", "unset (no topic retention)")) {
+    options.message_retention = std::chrono::duration_cast<std::chrono::seconds>(*retention);
+  }
+  options.kms_key_name = m.optional_string("kms_key_name");
+  options.allowed_persistence_regions = m.string_list("allowed_persistence_regions");
+  options.enforce_in_transit = m.boolean("enforce_in_transit", false);
+  m.finish();
+  return options;
+}
+
+PubSubSinkSpec ParsePubSubSink(YamlMap& m) {
+  PubSubSinkSpec spec;
+  spec.project = m.required_string("project");
+  spec.topic = m.required_string("topic");
+  spec.emulator_endpoint = m.optional_string("emulator_endpoint");
+  spec.service_account_key_file = m.optional_string("service_account_key_file");
+  spec.create_if_needed = m.choice("create_disposition", "CREATE_IF_NEEDED",
+                                   {"CREATE_IF_NEEDED", "CREATE_NEVER"}) == "CREATE_IF_NEEDED";
+  spec.topic_create_options = ParseTopicCreateOptions(m);
+  YamlMap p = m.map("publisher_options");
+  auto& o = spec.publisher_options;
+  o.batch_element_count_threshold =
+      p.integer("batch_element_count_threshold", o.batch_element_count_threshold);
+  o.batch_request_byte_threshold =
+      p.integer("batch_request_byte_threshold", o.batch_request_byte_threshold);
+  o.batch_delay_threshold = p.duration("batch_delay_threshold", o.batch_delay_threshold);
+  o.retry_total_timeout = p.optional_duration("retry_total_timeout", "600s");
+  if (auto attempts = p.optional_integer("retry_max_attempts", "0 (unbounded)")) {
+    o.retry_max_attempts = static_cast<int>(*attempts);
+  }
+  o.retry_initial_delay = p.duration("retry_initial_delay", o.retry_initial_delay);
+  o.retry_delay_multiplier = p.number("retry_delay_multiplier", o.retry_delay_multiplier);
+  o.retry_max_delay = p.duration("retry_max_delay", o.retry_max_delay);
+  o.retry_initial_rpc_timeout =
+      p.duration("retry_initial_rpc_timeout", o.retry_initial_rpc_timeout);
+  o.retry_rpc_timeout_multiplier =
+      p.number("retry_rpc_timeout_multiplier", o.retry_rpc_timeout_multiplier);
+  o.retry_max_rpc_timeout = p.duration("retry_max_rpc_timeout", o.retry_max_rpc_timeout);
+  o.enable_message_ordering = p.boolean("enable_message_ordering", o.enable_message_ordering);
+  o.max_in_flight_messages = p.integer("max_in_flight_messages", o.max_in_flight_messages);
+  o.max_in_flight_bytes = p.integer("max_in_flight_bytes", o.max_in_flight_bytes);
+  o.max_active_publishers =
+      static_cast<int>(p.integer("max_active_publishers", o.max_active_publishers));
+  o.destination_idle_timeout = p.duration("destination_idle_timeout", o.destination_idle_timeout);
+  o.shutdown_timeout = p.duration("shutdown_timeout", o.shutdown_timeout);
+  o.publish_progress_timeout = p.duration("publish_progress_timeout", o.publish_progress_timeout);
+  ParseRecovery(p, o.recovery);
+  o.max_consecutive_rejections =
+      static_cast<int>(p.integer("max_consecutive_rejections", o.max_consecutive_rejections));
+  o.per_destination_metrics = p.boolean("per_destination_metrics", o.per_destination_metrics);
+  p.finish();
+  return spec;
+}
+
+}  // namespace
+
+SinkSpec ParseSink(YamlMap m) {
+  if (!m.has("type") && m.present()) {
+    m.context().fail(m.mark(), m.key_path("type"),
+                     "required key is missing; allowed values: bigtable, pubsub");
+  }
+  const std::string type = m.choice("type", "bigtable", {"bigtable", "pubsub"});
+  SinkSpec spec;
+  if (type == "pubsub") {
+    spec = ParsePubSubSink(m);
+  } else {
+    spec = ParseBigtableSink(m);
+  }
+  m.finish();
+  return spec;
+}
+
+}  // namespace gcpstream::pipeline::internal

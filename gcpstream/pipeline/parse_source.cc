@@ -1,0 +1,150 @@
+// The `source:` section of a pipeline file.
+#include <fmt/format.h>
+
+#include "absl/time/time.h"
+#include "gcpstream/pipeline/internal/spec_sections.h"
+
+namespace gcpstream::pipeline::internal {
+namespace {
+
+FileSourceSpec ParseFileSource(YamlMap& m) {
+  FileSourceSpec spec;
+  spec.path = m.required_string("path");
+  const std::string format = m.choice("format", "auto", {"auto", "json_lines", "json_array"});
+  if (format == "json_lines") spec.format = FileSourceSpec::Format::kJsonLines;
+  if (format == "json_array") spec.format = FileSourceSpec::Format::kJsonArray;
+  spec.split_bytes = m.integer("split_bytes", spec.split_bytes);
+  if (spec.split_bytes < 1) {
+    m.context().fail(m.mark(), m.key_path("split_bytes"), "must be at least 1");
+  }
+  return spec;
+}
+
+std::optional<int> OptionalInt(YamlMap& m, const std::string& key, const std::string& def) {
+  auto v = m.optional_integer(key, def);
+  if (!v) return std::nullopt;
+  return static_cast<int>(*v);
+}
+
+}  // namespace
+
+PubSubSourceSpec ParsePubSubSource(YamlMap& m) {
+  PubSubSourceSpec spec;
+  YamlContext& ctx = m.context();
+  const YAML::Node subs = m.node("subscriptions");
+  if (!subs.IsDefined() || subs.IsNull()) {
+    ctx.fail(m.mark(), m.key_path("subscriptions"),
+             "required key is missing (a list of "
+             "{project, subscription, create})");
+  } else if (!subs.IsSequence() || subs.size() == 0) {
+    ctx.fail(subs.Mark(), m.key_path("subscriptions"),
+             "expected a non-empty list of {project, subscription, create}");
+  } else {
+    for (std::size_t i = 0; i < subs.size(); ++i) {
+      YamlMap s(ctx, subs[i], fmt::format("{}[{}]", m.key_path("subscriptions"), i));
+      PubSubSourceSpec::Subscription sub;
+      sub.project = s.required_string("project");
+      sub.subscription = s.required_string("subscription");
+      if (s.has("create")) {
+        YamlMap c = s.map("create");
+        PubSubSourceSpec::SubscriptionCreate create;
+        create.topic = c.required_string("topic");
+        create.topic_project = c.optional_string("topic_project");
+        create.ack_deadline = c.optional_duration("ack_deadline", "Pub/Sub's (10s)");
+        if (c.has("enable_message_ordering")) {
+          create.enable_message_ordering = c.boolean("enable_message_ordering", false);
+        } else {
+          c.optional_string("enable_message_ordering");
+        }
+        if (c.has("retain_acked_messages")) {
+          create.retain_acked_messages = c.boolean("retain_acked_messages", false);
+        } else {
+          c.optional_string("retain_acked_messages");
+        }
+        create.message_retention = c.optional_duration("message_retention", "Pub/Sub's (7d)");
+        c.finish();
+        sub.create = std::move(create);
+      } else {
+        s.node("create");
+      }
+      s.finish();
+      spec.subscriptions.push_back(std::move(sub));
+    }
+  }
+  spec.emulator_endpoint = m.optional_string("emulator_endpoint");
+  spec.service_account_key_file = m.optional_string("service_account_key_file");
+  if (m.choice("ordering_mode", "NONE", {"NONE", "PER_KEY"}) == "PER_KEY") {
+    spec.ordering_mode = PubSubSourceSpec::OrderingMode::kPerKey;
+  }
+  const std::string start = m.choice("start_position", "default",
+                                     {"default", "earliest_retained", "latest", "from_timestamp"});
+  if (start == "earliest_retained") {
+    spec.start_position = PubSubSourceSpec::StartPosition::kEarliestRetained;
+  } else if (start == "latest") {
+    spec.start_position = PubSubSourceSpec::StartPosition::kLatest;
+  } else if (start == "from_timestamp") {
+    spec.start_position = PubSubSourceSpec::StartPosition::kFromTimestamp;
+  }
+  auto ts = m.optional_string("start_timestamp");
+  if (ts) {
+    absl::Time t;
+    std::string err;
+    char* end = nullptr;
+    const long long ms = std::strtoll(ts->c_str(), &end, 10);
+    if (!ts->empty() && end != nullptr && *end == '\0') {
+      spec.start_timestamp_ms = ms;
+    } else if (absl::ParseTime(absl::RFC3339_full, *ts, &t, &err)) {
+      spec.start_timestamp_ms = absl::ToUnixMillis(t);
+    } else {
+      ctx.fail(m.mark(), m.key_path("start_timestamp"),
+               fmt::format("'{}' is neither ms since the epoch nor an RFC 3339 time", *ts));
+    }
+  }
+  if ((spec.start_position == PubSubSourceSpec::StartPosition::kFromTimestamp) !=
+      spec.start_timestamp_ms.has_value()) {
+    ctx.fail(m.mark(), m.key_path("start_timestamp"),
+             "is required with start_position from_timestamp and allowed only there");
+  }
+  const std::string policy =
+      m.choice("deserialization_failure_policy", "FAIL", {"FAIL", "DROP", "NACK"});
+  if (policy == "DROP") {
+    spec.deserialization_failure_policy = PubSubSourceSpec::DeserializationFailurePolicy::kDrop;
+  } else if (policy == "NACK") {
+    spec.deserialization_failure_policy = PubSubSourceSpec::DeserializationFailurePolicy::kNack;
+  }
+  YamlMap o = m.map("subscriber_options");
+  auto& so = spec.subscriber_options;
+  so.flow_control_max_outstanding_element_count =
+      o.optional_integer("flow_control_max_outstanding_element_count", "1000");
+  so.flow_control_max_outstanding_request_bytes =
+      o.optional_integer("flow_control_max_outstanding_request_bytes", "100000000");
+  so.max_ack_extension_period = o.optional_duration("max_ack_extension_period", "1h");
+  so.parallel_pull_count = OptionalInt(o, "parallel_pull_count", "1");
+  so.shutdown_timeout = o.optional_duration("shutdown_timeout", "5s");
+  so.subscriber_buffer_max_messages =
+      o.optional_integer("subscriber_buffer_max_messages", "2 x the element count");
+  so.subscriber_buffer_max_bytes =
+      o.optional_integer("subscriber_buffer_max_bytes", "2 x the request bytes");
+  so.max_records_per_fetch = OptionalInt(o, "max_records_per_fetch", "1000");
+  so.first_checkpoint_timeout = o.optional_duration("first_checkpoint_timeout", "10min");
+  o.finish();
+  return spec;
+}
+
+SourceSpec ParseSource(YamlMap m) {
+  const std::string type = m.choice("type", "file", {"file", "pubsub"});
+  if (!m.has("type") && m.present()) {
+    m.context().fail(m.mark(), m.key_path("type"),
+                     "required key is missing; allowed values: file, pubsub");
+  }
+  SourceSpec spec;
+  if (type == "pubsub") {
+    spec = ParsePubSubSource(m);
+  } else {
+    spec = ParseFileSource(m);
+  }
+  m.finish();
+  return spec;
+}
+
+}  // namespace gcpstream::pipeline::internal

@@ -1,0 +1,175 @@
+#include "gcpstream/pipeline/pipeline_job.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "gcpstream/api/status_macros.h"
+#include "gcpstream/bigtable/sink/bigtable_sink.h"
+#include "gcpstream/pipeline/bigtable_row_mapper.h"
+#include "gcpstream/pipeline/pipeline_source.h"
+#include "gcpstream/pipeline/pubsub_message_mapper.h"
+#include "gcpstream/pipeline/record_filter.h"
+#include "gcpstream/pubsub/sink/pubsub_dead_letter_queue.h"
+#include "gcpstream/pubsub/sink/pubsub_sink.h"
+
+namespace gcpstream::pipeline {
+namespace {
+
+// A mapping failure becomes a serialization failure (the sinks route what a serializer throws).
+[[noreturn]] void ThrowMappingError(const absl::Status& s) {
+  throw std::invalid_argument(std::string(s.message()));
+}
+
+absl::Status AttachBigtable(const PipelineSpec& spec, const BigtableSinkSpec& sink,
+                            std::shared_ptr<connector::FailureHandler> handler,
+                            DataStream<PipelineRecord> stream) {
+  GCP_ASSIGN_OR_RETURN(BigtableRowMapper mapper,
+                       BigtableRowMapper::make(*spec.transform.to_bigtable));
+  auto builder = bigtable::BigtableSink<PipelineRecord>::builder();
+  builder.table(connector::TableDestination::of(sink.project, sink.instance, sink.table))
+      .serializer(bigtable::BigtableSerializationSchema<PipelineRecord>::of(
+          [mapper](const PipelineRecord& r,
+                   const SinkWriterContext&) -> std::optional<bigtable::RowMutationEntry> {
+            auto entry = mapper.map(r);
+            if (!entry.ok()) ThrowMappingError(entry.status());
+            return std::move(*entry);
+          }))
+      .writer_options(sink.writer_options)
+      .failed_mutation_handler(std::move(handler));
+  if (!sink.app_profile_id.empty()) builder.app_profile_id(sink.app_profile_id);
+  if (sink.emulator_endpoint) builder.emulator_endpoint(*sink.emulator_endpoint);
+  if (sink.service_account_key_file)
+    builder.service_account_key_file(*sink.service_account_key_file);
+  builder.create_disposition(sink.create_if_needed ? bigtable::CreateDisposition::kCreateIfNeeded
+                                                   : bigtable::CreateDisposition::kCreateNever);
+  if (sink.table_create_options) {
+    builder.table_create_options(*sink.table_create_options);
+  } else if (sink.create_if_needed) {
+    // Creating the table needs its families: the mapping's family is the natural one.
+    bigtable::TableCreateOptions options;
+    options.column_family(spec.transform.to_bigtable->family);
+    builder.table_create_options(options);
+  }
+  GCP_ASSIGN_OR_RETURN(auto built, builder.build());
+  stream.sink_to(std::move(built), kSinkNode);
+  return absl::OkStatus();
+}
+
+absl::Status AttachPubSub(const PipelineSpec& spec, const PubSubSinkSpec& sink,
+                          std::shared_ptr<connector::FailureHandler> handler,
+                          DataStream<PipelineRecord> stream) {
+  GCP_ASSIGN_OR_RETURN(
+      PubSubMessageMapper mapper,
+      PubSubMessageMapper::make(spec.transform.to_pubsub.value_or(PubSubMappingSpec{})));
+  auto builder = pubsub::PubSubSink<PipelineRecord>::builder();
+  builder.topic(connector::TopicDestination::of(sink.project, sink.topic))
+      .serializer(pubsub::PubSubSerializationSchema<PipelineRecord>::of(
+          [mapper](const PipelineRecord& r,
+                   const SinkWriterContext&) -> std::optional<google::pubsub::v1::PubsubMessage> {
+            auto message = mapper.map(r);
+            if (!message.ok()) ThrowMappingError(message.status());
+            return std::move(*message);
+          }))
+      .publisher_options(sink.publisher_options)
+      .failed_message_handler(std::move(handler))
+      .create_disposition(sink.create_if_needed ? pubsub::CreateDisposition::kCreateIfNeeded
+                                                : pubsub::CreateDisposition::kCreateNever);
+  if (sink.topic_create_options) builder.topic_create_options(*sink.topic_create_options);
+  if (sink.emulator_endpoint) builder.emulator_endpoint(*sink.emulator_endpoint);
+  if (sink.service_account_key_file)
+    builder.service_account_key_file(*sink.service_account_key_file);
+  if (spec.transform.to_pubsub && spec.transform.to_pubsub->ordering_key &&
+      !sink.publisher_options.enable_message_ordering) {
+    return absl::InvalidArgumentError(
+        "transform.to_pubsub.ordering_key needs sink.publisher_options.enable_message_ordering: "
+        "true (the Pub/Sub sink refuses keyed messages without it)");
+  }
+  GCP_ASSIGN_OR_RETURN(auto built, builder.build());
+  stream.sink_to(std::move(built), kSinkNode);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+runtime::ExecutionConfig MakeExecutionConfig(const PipelineSpec& spec,
+                                             const RunOverrides& overrides) {
+  runtime::ExecutionConfig config;
+  config.parallelism = overrides.parallelism.value_or(spec.parallelism);
+  auto& cp = config.checkpointing;
+  cp.interval = overrides.checkpoint_interval.value_or(spec.checkpointing.interval);
+  cp.directory = overrides.checkpoint_dir.value_or(spec.checkpointing.dir);
+  cp.timeout = spec.checkpointing.timeout;
+  cp.min_pause_between = spec.checkpointing.min_pause_between;
+  cp.tolerable_failed_checkpoints = spec.checkpointing.tolerable_failed_checkpoints;
+  cp.mode = spec.checkpointing.mode;
+  cp.retained = spec.checkpointing.retained;
+  config.restart_strategy = spec.restart.strategy;
+  config.metrics_port = overrides.metrics_port;
+  config.restore_from = overrides.restore_from;
+  return config;
+}
+
+absl::StatusOr<std::shared_ptr<connector::FailureHandler>> MakeFailureHandler(
+    const FailureHandlerSpec& spec) {
+  switch (spec.kind) {
+    case FailureHandlerSpec::Kind::kFail:
+      return connector::FailureHandler::fail_job();
+    case FailureHandlerSpec::Kind::kLogAndDrop:
+      return connector::FailureHandler::log_and_drop();
+    case FailureHandlerSpec::Kind::kDeadLetter:
+      break;
+  }
+  auto builder = pubsub::PubSubDeadLetterQueue::builder();
+  builder.topic(connector::TopicDestination::of(spec.project, spec.topic))
+      .max_in_flight_messages(spec.max_in_flight_messages)
+      .flush_timeout(spec.flush_timeout)
+      .shutdown_timeout(spec.shutdown_timeout);
+  if (spec.emulator_endpoint) builder.emulator_endpoint(*spec.emulator_endpoint);
+  if (spec.service_account_key_file)
+    builder.service_account_key_file(*spec.service_account_key_file);
+  GCP_ASSIGN_OR_RETURN(auto queue, builder.build());
+  return connector::FailureHandler::send_to_dead_letter_queue(std::move(queue));
+}
+
+absl::Status AttachSink(const PipelineSpec& spec, DataStream<PipelineRecord> stream) {
+  GCP_ASSIGN_OR_RETURN(auto handler, MakeFailureHandler(spec.failure_handler));
+  absl::Status status;
+  if (const auto* bt = std::get_if<BigtableSinkSpec>(&spec.sink)) {
+    status = AttachBigtable(spec, *bt, std::move(handler), stream);
+  } else {
+    status = AttachPubSub(spec, std::get<PubSubSinkSpec>(spec.sink), std::move(handler), stream);
+  }
+  if (!status.ok()) {
+    return absl::Status(status.code(), fmt::format("sink: {}", status.message()));
+  }
+  StreamExecutionEnvironment* env = stream.environment();
+  env->node(static_cast<int>(env->graph().nodes.size()) - 1).uid = "sink";
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<StreamExecutionEnvironment>> AssembleJob(
+    const PipelineSpec& spec, const RunOverrides& overrides) {
+  auto env = std::make_unique<StreamExecutionEnvironment>(MakeExecutionConfig(spec, overrides));
+  GCP_ASSIGN_OR_RETURN(PipelineSource source, MakePipelineSource(spec.source));
+  DataStream<PipelineRecord> stream = source.add_to(*env, kSourceNode);
+  const TransformSpec transform = spec.transform;
+  auto transformed = stream.flat_map<PipelineRecord>(
+      [transform](PipelineRecord record, Collector<PipelineRecord>& out) {
+        if (!Passes(transform, record)) return;
+        if (transform.ordinal && record.ordinal) {
+          const std::int64_t n = *record.ordinal + transform.ordinal->start;
+          if (transform.ordinal->attribute) {
+            record.attributes[*transform.ordinal->attribute] = std::to_string(n);
+          }
+          if (transform.ordinal->field) record.fields[*transform.ordinal->field] = n;
+        }
+        out.collect(std::move(record));
+      },
+      kTransformNode);
+  transformed.uid("transform");
+  GCP_RETURN_IF_ERROR(AttachSink(spec, transformed));
+  return env;
+}
+
+}  // namespace gcpstream::pipeline

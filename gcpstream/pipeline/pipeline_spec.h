@@ -1,0 +1,163 @@
+#ifndef GCPSTREAM_PIPELINE_PIPELINE_SPEC_H_
+#define GCPSTREAM_PIPELINE_PIPELINE_SPEC_H_
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "gcpstream/bigtable/admin/table_create_options.h"
+#include "gcpstream/bigtable/sink/bigtable_writer_options.h"
+#include "gcpstream/pipeline/pubsub_source_spec.h"
+#include "gcpstream/pipeline/yaml_fields.h"
+#include "gcpstream/pubsub/admin/topic_admin.h"
+#include "gcpstream/pubsub/sink/pubsub_publisher_options.h"
+#include "gcpstream/runtime/checkpoint_config.h"
+
+// The parsed form of a pipeline file (see docs/cli.md for the YAML reference). Plain value
+// types: parsing fills them, the job assembly reads them. Defaults here are the YAML defaults.
+namespace gcpstream::pipeline {
+
+// `source: {type: file}`: a bounded JSON-lines or JSON-array file.
+struct FileSourceSpec {
+  enum class Format { kAuto, kJsonLines, kJsonArray };
+  std::string path;
+  // kAuto: a file whose first non-blank character is '[' is an array, else JSON lines.
+  Format format = Format::kAuto;
+  // Target size of one split (byte range); boundaries move forward to the next record [4 MiB].
+  std::int64_t split_bytes = 4 * 1024 * 1024;
+};
+
+using SourceSpec = std::variant<FileSourceSpec, PubSubSourceSpec>;
+
+// One field comparison of a keep/drop filter.
+struct FieldComparison {
+  enum class Op { kEq, kNe, kLt, kLe, kGt, kGe, kExists, kNotExists };
+  std::string field;
+  Op op = Op::kEq;
+  // Scalar operand (unused by exists / not_exists). Numbers compare numerically with number
+  // fields; everything else compares as text.
+  nlohmann::json value;
+};
+
+// Where the record's ordinal goes (`transform.ordinal`).
+struct OrdinalSpec {
+  std::optional<std::string> attribute;  // as a string attribute
+  std::optional<std::string> field;      // as a number field
+  std::int64_t start = 0;                // the first record's ordinal
+};
+
+// How a cell timestamp is read from a field.
+struct TimestampSpec {
+  enum class Unit { kSeconds, kMillis, kMicros };
+  std::string field;
+  // A strftime-style format for text values ("%Y/%m/%d %H:%M"); unset: a number in `unit`.
+  std::optional<std::string> format;
+  Unit unit = Unit::kMillis;
+  // Offset of the format's local time from UTC, e.g. "+02:00" [UTC].
+  std::chrono::minutes utc_offset{0};
+};
+
+// `transform.to_bigtable`: one row per record.
+struct BigtableMappingSpec {
+  std::string row_key;  // template, e.g. "{origin}#{date}#{seq}"
+  std::string family;
+  // qualifier -> template of the value (a bare field name is written "{field}")
+  std::vector<std::pair<std::string, std::string>> columns;
+  // unset: the writer's clock (a replay adds a version)
+  std::optional<TimestampSpec> timestamp;
+  // Skip (rather than fail) a cell whose field is missing [false].
+  bool skip_missing_fields = false;
+};
+
+// `transform.to_pubsub`: one message per record.
+struct PubSubMappingSpec {
+  // unset: the record's fields as a JSON object; set: that field's text.
+  std::optional<std::string> data_field;
+  // attribute -> template
+  std::vector<std::pair<std::string, std::string>> attributes;
+  // Copy the record's own attributes (e.g. the ordinal) [true].
+  bool include_record_attributes = true;
+  std::optional<std::string> ordering_key;  // template
+};
+
+struct TransformSpec {
+  std::vector<FieldComparison> keep;  // keep a record only when every comparison holds
+  std::vector<FieldComparison> drop;  // then drop it when any comparison holds
+  std::optional<OrdinalSpec> ordinal;
+  std::optional<BigtableMappingSpec> to_bigtable;
+  std::optional<PubSubMappingSpec> to_pubsub;
+};
+
+// `failure_handler:`.
+struct FailureHandlerSpec {
+  enum class Kind { kFail, kLogAndDrop, kDeadLetter };
+  Kind kind = Kind::kFail;
+  // dead_letter only: the topic (must exist) and the queue's own client options.
+  std::string project;
+  std::string topic;
+  std::optional<std::string> emulator_endpoint;
+  std::optional<std::string> service_account_key_file;
+  int max_in_flight_messages = 1000;
+  std::chrono::milliseconds flush_timeout{std::chrono::seconds(60)};
+  std::chrono::milliseconds shutdown_timeout{std::chrono::seconds(30)};
+};
+
+struct BigtableSinkSpec {
+  std::string project;
+  std::string instance;
+  std::string table;
+  std::optional<std::string> emulator_endpoint;
+  std::optional<std::string> service_account_key_file;
+  std::string app_profile_id;
+  bool create_if_needed = false;
+  std::optional<bigtable::TableCreateOptions> table_create_options;
+  bigtable::BigtableWriterOptions writer_options;
+};
+
+struct PubSubSinkSpec {
+  std::string project;
+  std::string topic;
+  std::optional<std::string> emulator_endpoint;
+  std::optional<std::string> service_account_key_file;
+  bool create_if_needed = true;
+  std::optional<pubsub::TopicCreateOptions> topic_create_options;
+  pubsub::PubSubPublisherOptions publisher_options;
+};
+
+using SinkSpec = std::variant<BigtableSinkSpec, PubSubSinkSpec>;
+
+struct CheckpointingSpec {
+  std::chrono::milliseconds interval{0};  // 0: off
+  std::string dir;
+  std::chrono::milliseconds timeout{std::chrono::minutes(10)};
+  std::chrono::milliseconds min_pause_between{0};
+  int tolerable_failed_checkpoints = 0;
+  runtime::CheckpointingMode mode = runtime::CheckpointingMode::kExactlyOnce;
+  int retained = 1;
+};
+
+struct RestartSpec {
+  runtime::RestartStrategy strategy;
+};
+
+struct PipelineSpec {
+  std::string name;
+  int parallelism = 1;
+  SourceSpec source;
+  TransformSpec transform;
+  SinkSpec sink;
+  CheckpointingSpec checkpointing;
+  RestartSpec restart;
+  FailureHandlerSpec failure_handler;
+  // Every option the file was read for, in file order (for `describe`).
+  std::vector<OptionRecord> options;
+};
+
+}  // namespace gcpstream::pipeline
+
+#endif  // GCPSTREAM_PIPELINE_PIPELINE_SPEC_H_

@@ -1,0 +1,49 @@
+#ifndef GCPSTREAM_PIPELINE_RUN_REPORT_H_
+#define GCPSTREAM_PIPELINE_RUN_REPORT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gcpstream/runtime/job_result.h"
+#include "gcpstream/runtime/metric_registry.h"
+
+namespace gcpstream::pipeline {
+
+// Totals of a pipeline job read from its metrics (operators "source", "transform", "sink").
+struct ProgressSample {
+  double records_in = 0;   // emitted by the source
+  double filtered = 0;     // dropped by keep/drop
+  double records_out = 0;  // stored by the sink (numRecordsSend)
+  double in_flight = 0;    // sent, not yet answered (inFlightMessages / inFlightEntries)
+  double send_errors = 0;  // handed to the failure handler
+  double skipped = 0;      // skipped by the sink's serializer
+  std::map<std::string, double> error_classes;  // gRPC code -> failed records
+};
+
+// Sums the metrics of a snapshot (MetricRegistry::snapshot() or JobResult::metrics).
+ProgressSample SampleProgress(const std::vector<runtime::MetricSample>& metrics);
+
+// What the run observed besides metrics.
+struct RunObservations {
+  std::int64_t checkpoints_completed = 0;
+  std::optional<std::int64_t> last_checkpoint_id;
+  std::chrono::milliseconds last_checkpoint_duration{0};
+  std::optional<std::string> savepoint_path;
+};
+
+// One progress line: rates are per second over `interval` since `previous`.
+// "in 12,345 (4,100/s)  out 12,000 (4,050/s)  in-flight 345  checkpoint 7 (18 ms)".
+std::string FormatProgress(const ProgressSample& now, const ProgressSample& previous,
+                           std::chrono::milliseconds interval, const RunObservations& run);
+
+// The end-of-run summary: status, records in/filtered/out, duration, throughput, checkpoints,
+// restarts, and failures by class.
+std::string FormatSummary(const runtime::JobResult& result, const RunObservations& run);
+
+}  // namespace gcpstream::pipeline
+
+#endif  // GCPSTREAM_PIPELINE_RUN_REPORT_H_

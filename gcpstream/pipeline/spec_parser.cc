@@ -1,0 +1,172 @@
+#include "gcpstream/pipeline/spec_parser.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "gcpstream/pipeline/internal/spec_sections.h"
+
+namespace gcpstream::pipeline {
+namespace internal {
+
+nlohmann::json ScalarJson(const YAML::Node& node, const std::string& text) {
+  // yaml-cpp tags quoted scalars "!"; plain ones "?".
+  if (node.Tag() == "!") return text;
+  if (text == "true") return true;
+  if (text == "false") return false;
+  if (!text.empty()) {
+    char* end = nullptr;
+    const long long i = std::strtoll(text.c_str(), &end, 10);
+    if (end != nullptr && *end == '\0') return static_cast<std::int64_t>(i);
+    const double d = std::strtod(text.c_str(), &end);
+    if (end != nullptr && *end == '\0') return d;
+  }
+  return text;
+}
+
+FailureHandlerSpec ParseFailureHandler(YamlContext& ctx, const YAML::Node& node) {
+  FailureHandlerSpec spec;
+  static const std::vector<std::string> kTypes = {"fail", "log_and_drop", "dead_letter"};
+  std::string type = "fail";
+  if (node.IsDefined() && node.IsScalar()) {
+    // The short form: `failure_handler: log_and_drop`.
+    auto text = ctx.substitute(node, "failure_handler");
+    type = text.value_or("fail");
+    ctx.record(OptionRecord{"failure_handler.type", type, "fail", true});
+    if (std::find(kTypes.begin(), kTypes.end(), type) == kTypes.end()) {
+      ctx.fail(node.Mark(), "failure_handler",
+               fmt::format("'{}' is not allowed; allowed values: fail, log_and_drop, dead_letter",
+                           type));
+    }
+    if (type == "dead_letter") {
+      ctx.fail(node.Mark(), "failure_handler",
+               "dead_letter needs a mapping with project and topic");
+    }
+  } else {
+    YamlMap m(ctx, node, "failure_handler");
+    type = m.choice("type", "fail", kTypes);
+    if (type == "dead_letter") {
+      spec.project = m.required_string("project");
+      spec.topic = m.required_string("topic");
+      spec.emulator_endpoint = m.optional_string("emulator_endpoint");
+      spec.service_account_key_file = m.optional_string("service_account_key_file");
+      spec.max_in_flight_messages =
+          static_cast<int>(m.integer("max_in_flight_messages", spec.max_in_flight_messages));
+      spec.flush_timeout = m.duration("flush_timeout", spec.flush_timeout);
+      spec.shutdown_timeout = m.duration("shutdown_timeout", spec.shutdown_timeout);
+    }
+    m.finish();
+  }
+  if (type == "log_and_drop") spec.kind = FailureHandlerSpec::Kind::kLogAndDrop;
+  if (type == "dead_letter") spec.kind = FailureHandlerSpec::Kind::kDeadLetter;
+  return spec;
+}
+
+}  // namespace internal
+
+namespace {
+
+CheckpointingSpec ParseCheckpointing(YamlMap m) {
+  CheckpointingSpec spec;
+  spec.interval = m.duration("interval", spec.interval);
+  spec.dir = m.string("dir", "");
+  spec.timeout = m.duration("timeout", spec.timeout);
+  spec.min_pause_between = m.duration("min_pause_between", spec.min_pause_between);
+  spec.tolerable_failed_checkpoints = static_cast<int>(
+      m.integer("tolerable_failed_checkpoints", spec.tolerable_failed_checkpoints));
+  const std::string mode = m.choice("mode", "EXACTLY_ONCE", {"EXACTLY_ONCE", "AT_LEAST_ONCE"});
+  if (mode == "AT_LEAST_ONCE") spec.mode = runtime::CheckpointingMode::kAtLeastOnce;
+  spec.retained = static_cast<int>(m.integer("retained", spec.retained));
+  m.finish();
+  if (spec.retained < 1) {
+    m.context().fail(m.mark(), m.key_path("retained"), "must be at least 1");
+  }
+  return spec;
+}
+
+RestartSpec ParseRestart(YamlMap m) {
+  RestartSpec spec;
+  auto& s = spec.strategy;
+  const std::string type = m.choice("type", "none", {"none", "fixed_delay", "exponential_delay"});
+  if (type == "fixed_delay") {
+    s.kind = runtime::RestartStrategyKind::kFixedDelay;
+    s.max_attempts = static_cast<int>(m.integer("max_attempts", s.max_attempts));
+    s.delay = m.duration("delay", s.delay);
+  } else if (type == "exponential_delay") {
+    s.kind = runtime::RestartStrategyKind::kExponentialDelay;
+    s.initial_delay = m.duration("initial_delay", s.initial_delay);
+    s.max_delay = m.duration("max_delay", s.max_delay);
+    s.backoff_multiplier = m.number("backoff_multiplier", s.backoff_multiplier);
+    s.reset_after = m.duration("reset_after", s.reset_after);
+  }
+  m.finish();
+  return spec;
+}
+
+}  // namespace
+
+absl::StatusOr<PipelineSpec> ParsePipelineSpec(const std::string& text,
+                                               const std::string& file_name, const EnvLookup& env) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(fmt::format("{}:{}:{}: YAML syntax error: {}", file_name,
+                                                  e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+  YamlContext ctx(file_name, env);
+  if (!root.IsMap()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: a pipeline file is a mapping with the keys name, parallelism, source, transform, "
+        "sink, checkpointing, restart_strategy, failure_handler",
+        file_name));
+  }
+  YamlMap top(ctx, root, "");
+  PipelineSpec spec;
+  spec.name = top.string("name", "pipeline");
+  spec.parallelism = static_cast<int>(top.integer("parallelism", 1));
+  if (!top.has("source")) ctx.fail(root.Mark(), "source", "required key is missing");
+  spec.source = internal::ParseSource(top.map("source"));
+  spec.transform = internal::ParseTransform(top.map("transform"));
+  if (!top.has("sink")) ctx.fail(root.Mark(), "sink", "required key is missing");
+  spec.sink = internal::ParseSink(top.map("sink"));
+  spec.checkpointing = ParseCheckpointing(top.map("checkpointing"));
+  spec.restart = ParseRestart(top.map("restart_strategy"));
+  spec.failure_handler = internal::ParseFailureHandler(ctx, top.node("failure_handler"));
+  top.finish();
+  if (spec.parallelism < 1 && ctx.ok()) {
+    ctx.fail(std::as_const(root)["parallelism"].Mark(), "parallelism", "must be at least 1");
+  }
+  // The mapping must match the sink.
+  if (ctx.ok()) {
+    const bool to_bigtable = std::holds_alternative<BigtableSinkSpec>(spec.sink);
+    if (to_bigtable && !spec.transform.to_bigtable) {
+      ctx.fail(std::as_const(root)["sink"].Mark(), "transform.to_bigtable",
+               "a bigtable sink needs transform.to_bigtable (row_key, family, columns)");
+    }
+    if (!to_bigtable && spec.transform.to_bigtable) {
+      ctx.fail(std::as_const(root)["transform"].Mark(), "transform.to_bigtable",
+               "only a bigtable sink reads it; this pipeline's sink is pubsub (use to_pubsub)");
+    }
+    if (to_bigtable && spec.transform.to_pubsub) {
+      ctx.fail(std::as_const(root)["transform"].Mark(), "transform.to_pubsub",
+               "only a pubsub sink reads it; this pipeline's sink is bigtable (use to_bigtable)");
+    }
+  }
+  if (!ctx.ok()) return ctx.status();
+  spec.options = ctx.options();
+  return spec;
+}
+
+absl::StatusOr<PipelineSpec> LoadPipelineSpec(const std::string& path, const EnvLookup& env) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(fmt::format("cannot read pipeline file {}", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return ParsePipelineSpec(buffer.str(), path, env);
+}
+
+}  // namespace gcpstream::pipeline

@@ -1,0 +1,211 @@
+// The pipeline file parser: what it accepts, and that every error names the key, the line and
+// the allowed values.
+#include "gcpstream/pipeline/spec_parser.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace gcpstream::pipeline {
+namespace {
+
+using ::testing::HasSubstr;
+
+const char kMinimal[] = R"(name: t
+source:
+  type: file
+  path: /tmp/in.json
+transform:
+  to_pubsub:
+    ordering_key: origin
+sink:
+  type: pubsub
+  project: p
+  topic: t1x
+  publisher_options:
+    enable_message_ordering: true
+)";
+
+absl::StatusOr<PipelineSpec> Parse(const std::string& text,
+                                   std::map<std::string, std::string> env = {}) {
+  return ParsePipelineSpec(text, "p.yaml",
+                           [env](const std::string& name) -> std::optional<std::string> {
+                             auto it = env.find(name);
+                             if (it == env.end()) return std::nullopt;
+                             return it->second;
+                           });
+}
+
+TEST(SpecParser, ReadsAMinimalFileWithDefaults) {
+  auto spec = Parse(kMinimal);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->name, "t");
+  EXPECT_EQ(spec->parallelism, 1);
+  const auto& file = std::get<FileSourceSpec>(spec->source);
+  EXPECT_EQ(file.path, "/tmp/in.json");
+  EXPECT_EQ(file.split_bytes, 4 * 1024 * 1024);
+  const auto& sink = std::get<PubSubSinkSpec>(spec->sink);
+  EXPECT_TRUE(sink.publisher_options.enable_message_ordering);
+  EXPECT_EQ(sink.publisher_options.max_in_flight_messages, 1000);
+  EXPECT_TRUE(sink.create_if_needed);
+  EXPECT_EQ(spec->transform.to_pubsub->ordering_key, "{origin}");
+  EXPECT_EQ(spec->checkpointing.interval.count(), 0);
+  EXPECT_EQ(spec->failure_handler.kind, FailureHandlerSpec::Kind::kFail);
+}
+
+TEST(SpecParser, UnknownKeyNamesItTheLineAndTheAllowedKeys) {
+  std::string text = kMinimal;
+  text.replace(text.find("    enable_message_ordering"), 4,
+               "    enable_mesage_ordering: true\n    ");
+  auto spec = Parse(text);
+  ASSERT_FALSE(spec.ok());
+  const std::string msg(spec.status().message());
+  EXPECT_THAT(msg, HasSubstr("p.yaml:13:"));
+  EXPECT_THAT(msg, HasSubstr("unknown key 'enable_mesage_ordering'"));
+  EXPECT_THAT(msg, HasSubstr("allowed keys: batch_element_count_threshold"));
+  EXPECT_THAT(msg, HasSubstr("enable_message_ordering"));
+}
+
+TEST(SpecParser, UnknownTopLevelKeyIsReported) {
+  auto spec = Parse(std::string(kMinimal) + "checkpointng:\n  interval: 1s\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(
+      std::string(spec.status().message()),
+      HasSubstr("p.yaml:14:1: checkpointng: unknown key 'checkpointng'; allowed keys: name, "
+                "parallelism, source, transform, sink, checkpointing"));
+}
+
+TEST(SpecParser, WrongTypeNamesKeyLineAndExpectedType) {
+  auto spec = Parse(std::string(kMinimal) + "parallelism: two\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr("p.yaml:14:14: parallelism: expected an integer, got 'two'"));
+  spec = Parse(std::string(kMinimal) + "checkpointing:\n  interval: [1]\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr("p.yaml:15:13: checkpointing.interval: expected a duration, got a list"));
+  spec = Parse(std::string(kMinimal) + "checkpointing:\n  interval: 5 parsecs\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr("checkpointing.interval: '5 parsecs' is not a duration"));
+}
+
+TEST(SpecParser, ValueOutsideItsChoicesListsTheAllowedValues) {
+  auto spec = Parse(std::string(kMinimal) + "checkpointing:\n  mode: SOMETIMES\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr("p.yaml:15:9: checkpointing.mode: 'SOMETIMES' is not allowed; allowed "
+                        "values: EXACTLY_ONCE, AT_LEAST_ONCE"));
+  spec = Parse(std::string(kMinimal) + "failure_handler: shrug\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr("allowed values: fail, log_and_drop, dead_letter"));
+}
+
+TEST(SpecParser, MissingRequiredKeyIsNamed) {
+  std::string text = kMinimal;
+  text.erase(text.find("  topic: t1x\n"), 13);
+  auto spec = Parse(text);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr("sink.topic: required key is missing"));
+}
+
+TEST(SpecParser, SyntaxErrorCarriesThePosition) {
+  auto spec = Parse("source:\n  type: [file\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("p.yaml:"));
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("YAML syntax error"));
+}
+
+TEST(SpecParser, SubstitutesEnvironmentVariablesWithDefaults) {
+  std::string text = kMinimal;
+  text.replace(text.find("/tmp/in.json"), 12, "${DATA}/in.json");
+  text.replace(text.find("topic: t1x"), 10,
+               "topic: ${TOPIC:-fallback}\n  emulator_endpoint: ${HOST}");
+  auto spec = Parse(text, {{"DATA", "/data"}, {"HOST", "127.0.0.1:1"}});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(std::get<FileSourceSpec>(spec->source).path, "/data/in.json");
+  EXPECT_EQ(std::get<PubSubSinkSpec>(spec->sink).topic, "fallback");
+  EXPECT_EQ(std::get<PubSubSinkSpec>(spec->sink).emulator_endpoint, "127.0.0.1:1");
+  auto missing = Parse(text, {{"DATA", "/data"}});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(std::string(missing.status().message()),
+              HasSubstr("sink.emulator_endpoint: environment variable HOST is not set"));
+}
+
+TEST(SpecParser, MappingMustMatchTheSink) {
+  std::string text = kMinimal;
+  text.replace(text.find("  to_pubsub:\n    ordering_key: origin\n"), 38,
+               "  to_bigtable:\n    row_key: \"{a}\"\n    family: f\n    columns: {q: a}\n");
+  auto spec = Parse(text);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("transform.to_bigtable"));
+}
+
+TEST(SpecParser, ReadsThePubSubSourceOptions) {
+  auto spec = Parse(R"(source:
+  type: pubsub
+  subscriptions:
+    - project: p
+      subscription: s1x
+      create: {topic: t1x, ack_deadline: 60s, enable_message_ordering: true}
+    - {project: p, subscription: s2x}
+  emulator_endpoint: 127.0.0.1:8085
+  ordering_mode: PER_KEY
+  start_position: from_timestamp
+  start_timestamp: "2001-01-01T00:00:00Z"
+  deserialization_failure_policy: NACK
+  subscriber_options:
+    parallel_pull_count: 2
+    max_ack_extension_period: 30min
+    first_checkpoint_timeout: 0
+transform:
+  to_bigtable:
+    row_key: "{origin}#{date}#{seq}"
+    family: f
+    columns: {delay: delay}
+    timestamp: {field: date, format: "%Y/%m/%d %H:%M"}
+sink: {type: bigtable, project: p, instance: i, table: t}
+)");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const auto& src = std::get<PubSubSourceSpec>(spec->source);
+  ASSERT_EQ(src.subscriptions.size(), 2u);
+  EXPECT_EQ(src.subscriptions[0].create->topic, "t1x");
+  EXPECT_EQ(src.subscriptions[0].create->ack_deadline, std::chrono::seconds(60));
+  EXPECT_EQ(src.subscriptions[0].create->enable_message_ordering, true);
+  EXPECT_FALSE(src.subscriptions[1].create.has_value());
+  EXPECT_EQ(src.ordering_mode, PubSubSourceSpec::OrderingMode::kPerKey);
+  EXPECT_EQ(src.start_position, PubSubSourceSpec::StartPosition::kFromTimestamp);
+  EXPECT_EQ(src.start_timestamp_ms, 978307200000);
+  EXPECT_EQ(src.deserialization_failure_policy,
+            PubSubSourceSpec::DeserializationFailurePolicy::kNack);
+  EXPECT_EQ(src.subscriber_options.parallel_pull_count, 2);
+  EXPECT_EQ(src.subscriber_options.max_ack_extension_period, std::chrono::minutes(30));
+  EXPECT_EQ(src.subscriber_options.first_checkpoint_timeout, std::chrono::milliseconds(0));
+  EXPECT_FALSE(src.subscriber_options.shutdown_timeout.has_value());
+}
+
+TEST(SpecParser, PubSubSourceTypoInSubscriptionIsNamed) {
+  auto spec = Parse(R"(source:
+  type: pubsub
+  subscriptions:
+    - {project: p, subscripton: s1x}
+sink: {type: pubsub, project: p, topic: t1x}
+)");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr("source.subscriptions[0].subscripton: unknown key"));
+}
+
+TEST(SpecParser, TheExamplePipelinesParse) {
+  for (const char* name : {"flights-to-pubsub.yaml", "flights-pubsub-to-bigtable.yaml"}) {
+    auto spec = LoadPipelineSpec(std::string(GCPSTREAM_SOURCE_DIR) + "/examples/pipelines/" + name,
+                                 [](const std::string&) { return std::nullopt; });
+    EXPECT_TRUE(spec.ok()) << name << ": " << spec.status();
+  }
+}
+
+}  // namespace
+}  // namespace gcpstream::pipeline

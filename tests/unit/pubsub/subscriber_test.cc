@@ -1,0 +1,200 @@
+// The StreamingPull subscriber against an in-memory service: flow control, settlement
+// batching, lease extension and expiry, reconnects and permanent failures, shutdown nacks.
+#include "gcpstream/pubsub/client/subscriber.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+
+#include "tests/support/fake_subscriber.h"
+
+namespace gcpstream::pubsub {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeSubscriberStub;
+
+class SubscriberTest : public ::testing::Test {
+ protected:
+  void start(SubscriberSettings settings = {}) {
+    settings.ack_batch_delay = 5ms;
+    SubscriberCallbacks callbacks;
+    callbacks.on_message = [this](ReceivedMessage m) {
+      std::lock_guard lock(mu_);
+      received_.push_back(m.ack_id);
+    };
+    callbacks.on_failure = [this](absl::Status s) {
+      std::lock_guard lock(mu_);
+      failure_ = s;
+    };
+    subscriber_ = std::make_unique<Subscriber>(stub_, "projects/p/subscriptions/s", settings,
+                                               std::move(callbacks));
+    subscriber_->start();
+  }
+  std::vector<std::string> received() {
+    std::lock_guard lock(mu_);
+    return received_;
+  }
+  bool wait_received(std::size_t n, std::chrono::milliseconds timeout = 10s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (received().size() >= n) return true;
+      std::this_thread::sleep_for(2ms);
+    }
+    return false;
+  }
+  void TearDown() override {
+    if (subscriber_) {
+      subscriber_->stop();
+      EXPECT_TRUE(subscriber_->await_terminated(std::chrono::steady_clock::now() + 10s));
+    }
+  }
+
+  std::shared_ptr<FakeSubscriberStub> stub_ = std::make_shared<FakeSubscriberStub>();
+  std::unique_ptr<Subscriber> subscriber_;
+  std::mutex mu_;
+  std::vector<std::string> received_;
+  absl::Status failure_;
+};
+
+TEST_F(SubscriberTest, TheFirstRequestCarriesSubscriptionFlowControlAndDeadline) {
+  SubscriberSettings s;
+  s.max_outstanding_messages = 7;
+  s.max_outstanding_bytes = 7000;
+  start(s);
+  ASSERT_TRUE(stub_->wait_for(5s, [](auto& f) { return f.first_request_.has_value(); }));
+  std::lock_guard lock(stub_->mutex());
+  EXPECT_EQ(stub_->first_request_->subscription(), "projects/p/subscriptions/s");
+  EXPECT_EQ(stub_->first_request_->max_outstanding_messages(), 7);
+  EXPECT_EQ(stub_->first_request_->max_outstanding_bytes(), 7000);
+  EXPECT_EQ(stub_->first_request_->stream_ack_deadline_seconds(), 10);  // adaptive start
+}
+
+TEST_F(SubscriberTest, StopsReadingAtTheOutstandingLimitAndResumesWhenAcked) {
+  SubscriberSettings s;
+  s.max_outstanding_messages = 2;
+  start(s);
+  stub_->deliver({"1", "2"});
+  stub_->deliver({"3"});
+  ASSERT_TRUE(wait_received(2)) << "received " << received().size();
+  // The limit is reached: the stream is not read again, the third response stays queued.
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(received().size(), 2u);
+  EXPECT_EQ(subscriber_->outstanding_messages(), 2);
+  subscriber_->ack({"ack-1"});
+  ASSERT_TRUE(wait_received(3)) << "received " << received().size();
+  ASSERT_TRUE(stub_->wait_for(5s, [](auto& f) { return f.acked_.size() == 1; }))
+      << stub_->describe();
+  std::lock_guard lock(stub_->mutex());
+  EXPECT_EQ(stub_->acked_[0], "ack-1");
+}
+
+TEST_F(SubscriberTest, NackIsAZeroDeadlineAndReleasesThePermit) {
+  start();
+  stub_->deliver({"1", "2"});
+  ASSERT_TRUE(wait_received(2));
+  subscriber_->nack({"ack-2"});
+  ASSERT_TRUE(stub_->wait_for(5s, [](auto& f) { return f.nacked_.size() == 1; }))
+      << stub_->describe();
+  EXPECT_EQ(subscriber_->outstanding_messages(), 1);
+}
+
+TEST_F(SubscriberTest, AckConfirmationReportsTheServiceAnswer) {
+  start();
+  stub_->deliver({"1"});
+  ASSERT_TRUE(wait_received(1));
+  stub_->set_ack_status(absl::PermissionDeniedError("revoked"));
+  std::atomic<int> answered{0};
+  absl::Status answer;
+  std::mutex answer_mu;
+  subscriber_->ack({"ack-1"}, [&](absl::Status s) {
+    std::lock_guard lock(answer_mu);
+    answer = s;
+    answered++;
+  });
+  ASSERT_TRUE(stub_->wait_for(5s, [](auto& f) { return f.acked_.size() == 1; }));
+  for (int i = 0; i < 500 && answered.load() == 0; ++i) std::this_thread::sleep_for(2ms);
+  ASSERT_EQ(answered.load(), 1);
+  std::lock_guard lock(answer_mu);
+  EXPECT_EQ(answer.code(), absl::StatusCode::kPermissionDenied);
+}
+
+TEST_F(SubscriberTest, ExtendsLeasesUntilTheExtensionPeriodThenReleasesThem) {
+  SubscriberSettings s;
+  s.min_duration_per_ack_extension = 2s;
+  s.max_duration_per_ack_extension = 2s;  // extend every second (2 s minus 1 s padding)
+  s.max_ack_extension_period = 2500ms;
+  start(s);
+  stub_->deliver({"1"});
+  ASSERT_TRUE(wait_received(1));
+  ASSERT_TRUE(stub_->wait_for(5s, [](auto& f) { return !f.extended_.empty(); }))
+      << stub_->describe();
+  {
+    std::lock_guard lock(stub_->mutex());
+    EXPECT_EQ(stub_->extended_[0], "ack-1");
+    EXPECT_EQ(stub_->last_extension_seconds_, 2);
+  }
+  // After the period the lease is dropped and its permit released (redelivery takes over).
+  for (int i = 0; i < 500 && subscriber_->leases_expired() == 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(subscriber_->leases_expired(), 1);
+  EXPECT_EQ(subscriber_->outstanding_messages(), 0);
+}
+
+TEST_F(SubscriberTest, ReconnectsAfterARetryableStreamFailure) {
+  SubscriberSettings s;
+  s.reconnect_initial_backoff = 10ms;
+  start(s);
+  ASSERT_TRUE(stub_->wait_for(5s, [](auto& f) { return f.reads_waiting_ == 1; }));
+  stub_->end_streams(absl::UnavailableError("blip"));
+  ASSERT_TRUE(stub_->wait_for(5s, [](auto& f) { return f.streams_opened_ == 2; }))
+      << stub_->describe();
+  stub_->deliver({"after"});
+  ASSERT_TRUE(wait_received(1));
+  std::lock_guard lock(mu_);
+  EXPECT_TRUE(failure_.ok()) << failure_;
+}
+
+TEST_F(SubscriberTest, ReportsANonRetryableStreamFailureOnceAndStops) {
+  start();
+  ASSERT_TRUE(stub_->wait_for(5s, [](auto& f) { return f.reads_waiting_ == 1; }));
+  stub_->end_streams(absl::PermissionDeniedError("no consume permission"));
+  ASSERT_TRUE(subscriber_->await_terminated(std::chrono::steady_clock::now() + 5s));
+  std::lock_guard lock(mu_);
+  EXPECT_EQ(failure_.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(stub_->streams_opened_, 1);
+}
+
+TEST_F(SubscriberTest, StopNacksEveryMessageStillLeased) {
+  start();
+  stub_->deliver({"1", "2", "3"});
+  ASSERT_TRUE(wait_received(3));
+  subscriber_->ack({"ack-1"});
+  subscriber_->stop();
+  ASSERT_TRUE(subscriber_->await_terminated(std::chrono::steady_clock::now() + 5s));
+  std::lock_guard lock(stub_->mutex());
+  EXPECT_EQ(stub_->acked_, std::vector<std::string>{"ack-1"});
+  auto nacked = stub_->nacked_;
+  std::sort(nacked.begin(), nacked.end());
+  EXPECT_EQ(nacked, (std::vector<std::string>{"ack-2", "ack-3"}));
+}
+
+TEST(SubscriberSettingsTest, RejectsOutOfRangeValuesNamingTheOption) {
+  SubscriberSettings s;
+  s.max_outstanding_messages = 0;
+  EXPECT_NE(s.validate().message().find("flow_control_max_outstanding_element_count"),
+            std::string::npos);
+  s = {};
+  s.min_duration_per_ack_extension = 700s;
+  EXPECT_NE(s.validate().message().find("min_duration_per_ack_extension"), std::string::npos);
+  s = {};
+  s.parallel_pull_count = 0;
+  EXPECT_NE(s.validate().message().find("parallel_pull_count"), std::string::npos);
+  EXPECT_TRUE(SubscriberSettings{}.validate().ok());
+}
+
+}  // namespace
+}  // namespace gcpstream::pubsub
