@@ -98,7 +98,8 @@ endforeach()
 add_custom_target(gcpstream_googleapis_gen DEPENDS ${_srcs} ${_hdrs})
 add_library(gcpstream_googleapis STATIC ${_srcs} ${_hdrs})
 add_dependencies(gcpstream_googleapis gcpstream_googleapis_gen)
-target_include_directories(gcpstream_googleapis SYSTEM PUBLIC "${_gen_dir}")
+target_include_directories(gcpstream_googleapis SYSTEM PUBLIC
+    "$<BUILD_INTERFACE:${_gen_dir}>" "$<INSTALL_INTERFACE:include>")
 target_link_libraries(gcpstream_googleapis PUBLIC gRPC::grpc++ protobuf::libprotobuf)
 # Generated code: no warnings policy of ours, no debug info (it is large and never stepped into).
 target_compile_options(gcpstream_googleapis PRIVATE -w -g0)

@@ -128,6 +128,19 @@ class FakeSubscriberStub final : public pubsub::SubscriberStub {
     bool write(const google::pubsub::v1::StreamingPullRequest& request) override {
       std::lock_guard lock(owner_->mu_);
       if (!owner_->first_request_) owner_->first_request_ = request;
+      // In-stream acknowledgements and deadline changes count like the unary ones.
+      for (const auto& id : request.ack_ids()) owner_->acked_.push_back(id);
+      for (int i = 0; i < request.modify_deadline_ack_ids_size(); ++i) {
+        const int deadline = i < request.modify_deadline_seconds_size()
+                                 ? request.modify_deadline_seconds(i)
+                                 : 0;
+        if (deadline == 0) {
+          owner_->nacked_.push_back(request.modify_deadline_ack_ids(i));
+        } else {
+          owner_->extended_.push_back(request.modify_deadline_ack_ids(i));
+        }
+      }
+      owner_->cv_.notify_all();
       return true;
     }
     bool read(google::pubsub::v1::StreamingPullResponse* response) override {

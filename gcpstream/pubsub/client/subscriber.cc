@@ -420,7 +420,6 @@ void Subscriber::settle_loop() {
     }
     auto modify = [this](google::pubsub::v1::ModifyAckDeadlineRequest& request, int deadline) {
       if (request.ack_ids_size() == 0) return;
-      if (deadline == 0 && nack_in_stream(request)) return;
       request.set_subscription(subscription_);
       request.set_ack_deadline_seconds(deadline);
       absl::Status status = stub_->modify_ack_deadline(request, settings_.settle_rpc_timeout);
@@ -459,24 +458,6 @@ void Subscriber::stop() {
   // emulator (at least) does not honour a nack that arrives after its stream was cancelled.
   flow_cv_.notify_all();
   settle_cv_.notify_all();
-}
-
-bool Subscriber::nack_in_stream(const google::pubsub::v1::ModifyAckDeadlineRequest& request) {
-  // A nack travels on an open stream when there is one: the emulator releases a message for
-  // redelivery at once only then (a unary nack after the stream closed waits out the
-  // subscription's deadline there). The unary call remains the fallback.
-  std::shared_ptr<StreamingPullStream> stream;
-  {
-    std::lock_guard lock(mu_);
-    if (streams_.empty() || streams_cancelled_) return false;
-    stream = streams_.front();
-  }
-  google::pubsub::v1::StreamingPullRequest nack;
-  for (const auto& id : request.ack_ids()) {
-    nack.add_modify_deadline_ack_ids(id);
-    nack.add_modify_deadline_seconds(0);
-  }
-  return stream->write(nack);
 }
 
 void Subscriber::cancel_streams() {

@@ -126,7 +126,6 @@ class Subscriber {
   void release(const std::string& ack_id, bool record_latency);
   void fail(absl::Status status);
   void cancel_streams();
-  bool nack_in_stream(const google::pubsub::v1::ModifyAckDeadlineRequest& request);
   std::chrono::seconds extension_locked() const;
 
   const std::shared_ptr<SubscriberStub> stub_;
