@@ -1,16 +1,15 @@
 #include "gcpstream/runtime/checkpoint_storage.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <optional>
 #include <fstream>
+#include <optional>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/runtime/proto/checkpoint.pb.h"
@@ -36,8 +35,7 @@ absl::Status FsyncPath(const std::string& path, int flags) {
 }
 
 // temp file -> fsync -> rename; the caller fsyncs the directory (once for many files).
-absl::Status WriteFile(const std::string& dir, const std::string& name,
-                       const std::string& bytes) {
+absl::Status WriteFile(const std::string& dir, const std::string& name, const std::string& bytes) {
   const std::string final_path = dir + "/" + name;
   const std::string temp_path = final_path + ".tmp";
   const int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -57,7 +55,8 @@ absl::Status WriteFile(const std::string& dir, const std::string& name,
     return Errno("cannot fsync", temp_path);
   }
   ::close(fd);
-  if (::rename(temp_path.c_str(), final_path.c_str()) != 0) return Errno("cannot rename", temp_path);
+  if (::rename(temp_path.c_str(), final_path.c_str()) != 0)
+    return Errno("cannot rename", temp_path);
   return absl::OkStatus();
 }
 
@@ -158,10 +157,9 @@ absl::Status CheckpointStorage::write(const std::string& dir, const CompletedChe
           element->set_bytes(e.bytes);
         }
       }
-      const std::string file =
-          fmt::format("op-{}-{}.state", SafeName(uid),
-                      subtask == kCoordinatorSubtask ? std::string("coordinator")
-                                                     : std::to_string(subtask));
+      const std::string file = fmt::format(
+          "op-{}-{}.state", SafeName(uid),
+          subtask == kCoordinatorSubtask ? std::string("coordinator") : std::to_string(subtask));
       std::string bytes;
       if (!state.SerializeToString(&bytes)) {
         return absl::InternalError(fmt::format("cannot serialize state of {}", uid));
@@ -194,9 +192,9 @@ absl::StatusOr<CompletedCheckpoint> CheckpointStorage::read(const std::string& d
     return absl::DataLossError(fmt::format("{}/{} is corrupt", dir, kMetadata));
   }
   if (metadata.format_version() != kFormatVersion) {
-    return absl::FailedPreconditionError(fmt::format(
-        "{} was written in checkpoint format version {}; this build reads version {}", dir,
-        metadata.format_version(), kFormatVersion));
+    return absl::FailedPreconditionError(
+        fmt::format("{} was written in checkpoint format version {}; this build reads version {}",
+                    dir, metadata.format_version(), kFormatVersion));
   }
   CompletedCheckpoint cp;
   cp.id = metadata.checkpoint_id();
@@ -214,17 +212,17 @@ absl::StatusOr<CompletedCheckpoint> CheckpointStorage::read(const std::string& d
       const std::string path = dir + "/" + file.file_name();
       auto content = ReadFile(path);
       if (!content.ok()) {
-        return absl::DataLossError(fmt::format("checkpoint {} lacks state file {}", dir,
-                                               file.file_name()));
+        return absl::DataLossError(
+            fmt::format("checkpoint {} lacks state file {}", dir, file.file_name()));
       }
       proto::OperatorSubtaskState subtask;
       if (content->size() != file.size_bytes() || !subtask.ParseFromString(*content)) {
         return absl::DataLossError(fmt::format("state file {} is corrupt", path));
       }
       if (subtask.format_version() != kFormatVersion) {
-        return absl::FailedPreconditionError(fmt::format(
-            "{} was written in state format version {}; this build reads version {}", path,
-            subtask.format_version(), kFormatVersion));
+        return absl::FailedPreconditionError(
+            fmt::format("{} was written in state format version {}; this build reads version {}",
+                        path, subtask.format_version(), kFormatVersion));
       }
       auto& lists = state.subtasks[subtask.subtask_index()];
       for (const auto& list : subtask.lists()) {
@@ -263,11 +261,37 @@ absl::StatusOr<std::string> CheckpointStorage::find_latest(const std::string& pa
 absl::Status CheckpointStorage::remove(const std::string& dir) {
   std::error_code ec;
   fs::remove(fs::path(dir) / kMetadata, ec);
-  if (ec) return absl::InternalError(fmt::format("cannot remove {}/{}: {}", dir, kMetadata,
-                                                 ec.message()));
+  if (ec)
+    return absl::InternalError(
+        fmt::format("cannot remove {}/{}: {}", dir, kMetadata, ec.message()));
   fs::remove_all(dir, ec);
   if (ec) return absl::InternalError(fmt::format("cannot remove {}: {}", dir, ec.message()));
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> CheckpointStorage::find_restore_point(
+    const std::string& checkpoint_dir, const std::string& savepoint_dir) {
+  namespace fs = std::filesystem;
+  std::optional<std::string> best;
+  fs::file_time_type best_time;
+  auto consider = [&](const fs::path& dir) {
+    std::error_code ec;
+    const auto written = fs::last_write_time(dir / "_metadata", ec);
+    if (!ec && (!best || written > best_time)) {
+      best = dir.string();
+      best_time = written;
+    }
+  };
+  if (auto latest = find_latest(checkpoint_dir); latest.ok()) consider(*latest);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(savepoint_dir, ec)) {
+    if (entry.is_directory()) consider(entry.path());
+  }
+  if (!best) {
+    return absl::NotFoundError(fmt::format("no complete checkpoint under {} nor savepoint under {}",
+                                           checkpoint_dir, savepoint_dir));
+  }
+  return *best;
 }
 
 }  // namespace gcpstream::runtime

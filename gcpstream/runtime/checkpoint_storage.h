@@ -40,6 +40,13 @@ class CheckpointStorage {
   // NOT_FOUND when there is none.
   static absl::StatusOr<std::string> find_latest(const std::string& path);
 
+  // What a restart continues from: the most recently written of find_latest(checkpoint_dir)
+  // and the savepoints directly under `savepoint_dir` (a stop with savepoint is newer than the
+  // job's last checkpoint). Only complete ones count (those with `_metadata`). NOT_FOUND when
+  // there is neither.
+  static absl::StatusOr<std::string> find_restore_point(const std::string& checkpoint_dir,
+                                                        const std::string& savepoint_dir);
+
   // Removes a checkpoint directory, `_metadata` first so a partial removal is never mistaken
   // for a complete checkpoint.
   static absl::Status remove(const std::string& dir);

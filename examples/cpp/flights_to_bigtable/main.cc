@@ -121,33 +121,6 @@ std::optional<RowMutationEntry> ToRow(const Flight& f, const SinkWriterContext&)
   return row;
 }
 
-// The most recent complete checkpoint under `checkpoint_dir` or savepoint under `savepoint_dir`
-// (a stop with savepoint is newer than the job's last checkpoint), or nothing.
-std::optional<std::string> FindRestorePoint(const std::string& checkpoint_dir,
-                                            const std::string& savepoint_dir) {
-  std::optional<std::string> best;
-  fs::file_time_type best_time;
-  auto consider = [&](const fs::path& dir) {
-    std::error_code ec;
-    const auto written = fs::last_write_time(dir / "_metadata", ec);
-    if (!ec && (!best || written > best_time)) {
-      best = dir.string();
-      best_time = written;
-    }
-  };
-  // Checkpoints live in <checkpoint_dir>/<job-id>/chk-<n>; find_latest knows that layout.
-  if (auto latest = gcpstream::runtime::CheckpointStorage::find_latest(checkpoint_dir);
-      latest.ok()) {
-    consider(*latest);
-  }
-  // Savepoints are directories of their own directly under savepoint_dir.
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(savepoint_dir, ec)) {
-    if (entry.is_directory()) consider(entry.path());
-  }
-  return best;
-}
-
 std::string EnvOr(const char* name, std::string fallback) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? std::string(value) : fallback;
@@ -234,7 +207,9 @@ int main(int argc, char** argv) {
   config.checkpointing.interval = std::chrono::seconds(1);
   config.checkpointing.directory = checkpoint_dir;
   if (restore) {
-    if (auto point = FindRestorePoint(checkpoint_dir, savepoint_dir)) {
+    if (auto point = gcpstream::runtime::CheckpointStorage::find_restore_point(checkpoint_dir,
+                                                                               savepoint_dir);
+        point.ok()) {
       std::fprintf(stderr, "restoring from %s\n", point->c_str());
       config.restore_from = *point;
     } else {

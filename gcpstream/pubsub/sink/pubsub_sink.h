@@ -1,11 +1,11 @@
 #ifndef GCPSTREAM_PUBSUB_SINK_PUBSUB_SINK_H_
 #define GCPSTREAM_PUBSUB_SINK_PUBSUB_SINK_H_
 
+#include <fmt/format.h>
+
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "gcpstream/api/lineage.h"
 #include "gcpstream/api/sink.h"
@@ -15,13 +15,11 @@
 #include "gcpstream/connector/failure_handler.h"
 #include "gcpstream/connector/lineage.h"
 #include "gcpstream/connector/serialization.h"
+#include "gcpstream/pubsub/client/pubsub_target.h"
 #include "gcpstream/pubsub/sink/pubsub_serialization_schema.h"
 #include "gcpstream/pubsub/sink/pubsub_writer_core.h"
 
 namespace gcpstream::pubsub {
-
-// Production target of the Pub/Sub API.
-inline constexpr char kPubSubTarget[] = "pubsub.googleapis.com:443";
 
 // The clients a Pub/Sub sink writer uses, created when the writer starts (credentials are read
 // then). Tests replace them with fakes.
@@ -56,7 +54,8 @@ class PubSubSink final : public Sink<T>, public LineageVertexProvider {
       return *this;
     }
     // The topic per record; returning nothing fails the job. Replaces topic() (last wins).
-    Builder& destination_resolver(connector::DestinationResolver<T, connector::TopicDestination> r) {
+    Builder& destination_resolver(
+        connector::DestinationResolver<T, connector::TopicDestination> r) {
       fixed_.reset();
       resolver_ = std::move(r);
       return *this;
@@ -105,7 +104,8 @@ class PubSubSink final : public Sink<T>, public LineageVertexProvider {
         return absl::InvalidArgumentError(
             "PubSubSink needs a destination: set topic(...) or destination_resolver(...)");
       }
-      if (!serializer_.valid()) return absl::InvalidArgumentError("PubSubSink needs serializer(...)");
+      if (!serializer_.valid())
+        return absl::InvalidArgumentError("PubSubSink needs serializer(...)");
       GCP_RETURN_IF_ERROR(client_.validate());
       GCP_RETURN_IF_ERROR(options_.validate());
       if (create_options_ && disposition_ == CreateDisposition::kCreateNever) {
@@ -152,9 +152,9 @@ class PubSubSink final : public Sink<T>, public LineageVertexProvider {
     }
     config.publishers = std::move(clients.publishers);
     config.admin_factory = std::move(clients.admin_factory);
-    auto writer = std::make_unique<Writer>(b_.resolver_, b_.serializer_,
-                                           std::make_unique<PubSubWriterCore>(std::move(config),
-                                                                              context));
+    auto writer =
+        std::make_unique<Writer>(b_.resolver_, b_.serializer_,
+                                 std::make_unique<PubSubWriterCore>(std::move(config), context));
     GCP_RETURN_IF_ERROR(writer->open());
     return std::unique_ptr<SinkWriter<T>>(std::move(writer));
   }

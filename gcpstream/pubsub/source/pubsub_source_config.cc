@@ -4,13 +4,10 @@
 
 #include <set>
 
+#include "gcpstream/pubsub/client/pubsub_target.h"
 #include "gcpstream/util/absl_fmt.h"
 
 namespace gcpstream::pubsub {
-namespace {
-constexpr char kProductionTarget[] = "pubsub.googleapis.com:443";
-}  // namespace
-
 std::string StartPosition::describe() const {
   switch (kind) {
     case Kind::kContinue:
@@ -72,7 +69,7 @@ absl::Status PubSubSourceConfig::validate() const {
 
 absl::StatusOr<std::shared_ptr<SubscriptionAdmin>> PubSubSourceConfig::make_admin() const {
   if (clients && clients->admin_factory) return clients->admin_factory();
-  auto channel = connector::CreateChannel(client_options, kProductionTarget);
+  auto channel = connector::CreateChannel(client_options, kPubSubTarget);
   if (!channel.ok()) return channel.status();
   return MakeGrpcSubscriptionAdmin(*channel);
 }
@@ -82,7 +79,7 @@ absl::StatusOr<std::shared_ptr<SubscriberStub>> PubSubSourceConfig::make_stub() 
   grpc::ChannelArguments args;
   // Messages of up to 10 MB plus their envelope (gRPC's 4 MB default would cut a response).
   args.SetMaxReceiveMessageSize(-1);
-  auto channel = connector::CreateChannel(client_options, kProductionTarget, args);
+  auto channel = connector::CreateChannel(client_options, kPubSubTarget, args);
   if (!channel.ok()) return channel.status();
   return MakeGrpcSubscriberStub(*channel);
 }

@@ -253,8 +253,7 @@ TEST(CheckpointTest, ASavepointAtParallelismTwoRestoresAtOneAndThreeWithTheSameO
     sink->destination()->visible = visible_at_savepoint;
     sink->destination()->applied = applied_at_savepoint;
     RunOutcome second = RunSavepointJob(sink, p, first.savepoint, "", kN);
-    ASSERT_TRUE(second.result.status.ok()) << "parallelism " << p << ": "
-                                           << second.result.status;
+    ASSERT_TRUE(second.result.status.ok()) << "parallelism " << p << ": " << second.result.status;
     SCOPED_TRACE(::testing::Message() << "restored at parallelism " << p);
     ExpectExactlyOnce(second.visible, kN);
   }
@@ -274,11 +273,18 @@ runtime::JobResult RunCounting(int parallelism, const std::string& restore_from,
   env.from_source(std::make_shared<NumberSequenceSource>(0, n - 1, 4),
                   WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers")
       .uid("numbers")
-      .map([](std::int64_t v) { return Count{Throttle(v) % 10, 1}; }, "pair")
+      .map(
+          [](std::int64_t v) {
+            return Count{Throttle(v) % 10, 1};
+          },
+          "pair")
       .uid("pair")
       .key_by([](const Count& c) { return c.first; })
-      .reduce([](const Count& a, const Count& b) { return Count{a.first, a.second + b.second}; },
-              "count")
+      .reduce(
+          [](const Count& a, const Count& b) {
+            return Count{a.first, a.second + b.second};
+          },
+          "count")
       .uid("count")
       .sink_to(sink, "collect");
   env.node(env.graph().nodes.size() - 1).uid = "collect";
@@ -376,6 +382,38 @@ TEST(StateRedistributionTest, SplitsListsEvenlyAndBroadcastsBroadcastLists) {
   EXPECT_EQ(three[runtime::kCoordinatorSubtask].list("enumerator-state")[0].bytes, "e");
   auto one = runtime::Redistribute(state, 1);
   EXPECT_EQ(one[0].list("splits").size(), 4u);
+}
+
+// A restart continues from whichever complete checkpoint or savepoint was written last, and
+// ignores incomplete ones (no _metadata).
+TEST(CheckpointStorageTest, RestorePointIsTheNewestCompleteCheckpointOrSavepoint) {
+  const fs::path base = TempDir("restore-point");
+  const fs::path checkpoints = base / "checkpoints";
+  const fs::path savepoints = base / "savepoints";
+  auto make = [](const fs::path& dir, bool complete, fs::file_time_type when) {
+    fs::create_directories(dir);
+    if (!complete) return;
+    std::ofstream(dir / "_metadata") << "x";
+    fs::last_write_time(dir / "_metadata", when);
+  };
+  const auto now = fs::file_time_type::clock::now();
+  EXPECT_EQ(
+      runtime::CheckpointStorage::find_restore_point(checkpoints.string(), savepoints.string())
+          .status()
+          .code(),
+      absl::StatusCode::kNotFound);
+  make(checkpoints / "job" / "chk-3", true, now - std::chrono::seconds(30));
+  make(savepoints / "savepoint-a-2", true, now - std::chrono::seconds(60));
+  auto point =
+      runtime::CheckpointStorage::find_restore_point(checkpoints.string(), savepoints.string());
+  ASSERT_TRUE(point.ok()) << point.status();
+  EXPECT_EQ(fs::path(*point).filename(), "chk-3");
+  make(savepoints / "savepoint-b-4", true, now - std::chrono::seconds(10));
+  make(savepoints / "savepoint-c-5", false, now);  // incomplete: never chosen
+  point = runtime::CheckpointStorage::find_restore_point(checkpoints.string(), savepoints.string());
+  ASSERT_TRUE(point.ok()) << point.status();
+  EXPECT_EQ(fs::path(*point).filename(), "savepoint-b-4");
+  fs::remove_all(base);
 }
 
 }  // namespace
