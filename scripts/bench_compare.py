@@ -63,6 +63,7 @@ COUNT_FLAG = {"pubsub_publish": "--messages", "pubsub_pull": "--messages",
 CONNECTOR_SIDE = {"pubsub_publish": "sink", "pubsub_pull": "source", "bigtable_write": "sink"}
 CLIENTS = ("gcpstream", "raw", "node")
 PULL_TOPIC = "bench-pull"
+PULL_WARMUP_TOPIC = "bench-pull-warmup"  # the warm-up's subscriptions: never the measured one
 
 RESULT_RE = re.compile(r"^RESULT\s+(.*)$")
 LEGACY_RE = re.compile(
@@ -142,12 +143,14 @@ class Client:
     def accepts(self, flag):
         return self.flags is None or flag in self.flags
 
-    def argv(self, records, warmup, subscription, streams):
+    def argv(self, records, warmup, subscription, warmup_subscription, streams):
         argv = list(self.argv_prefix) + [COUNT_FLAG[self.workload], str(records)]
         if self.accepts("--warmup"):
             argv += ["--warmup", str(warmup)]
         if subscription is not None and self.accepts("--subscription"):
             argv += ["--subscription", subscription]
+        if warmup_subscription is not None and self.accepts("--warmup-subscription"):
+            argv += ["--warmup-subscription", warmup_subscription]
         if self.workload == "pubsub_pull" and self.accepts("--streams"):
             argv += ["--streams", str(streams)]
         return argv
@@ -170,8 +173,9 @@ def make_clients(workload, build_dir, peers_dir, node):
         for name, side in (("gcpstream", CONNECTOR_SIDE[workload]), ("raw", "raw")):
             clients.append(Client(workload, name, [binary, "--only", side], flags))
         missing = [f for f in ("--warmup",) if f not in flags]
-        if workload == "pubsub_pull" and "--subscription" not in flags:
-            missing.append("--subscription")
+        if workload == "pubsub_pull":
+            missing += [f for f in ("--subscription", "--warmup-subscription")
+                        if f not in flags]
         if missing:
             log(f"{workload}: {binary} has no {' '.join(missing)} option; "
                 "running it without (see docs/performance.md for what it should accept)")
@@ -194,18 +198,30 @@ class Runner:
                     self.env, self.args.timeout)
 
     def run_once(self, client, records, warmup):
-        subscription = None
-        if client.workload == "pubsub_pull":
-            self.sequence += 1
-            subscription = f"bench-pull-{os.getpid()}-{self.sequence}"
-            self.admin("seed", "--topic", PULL_TOPIC, "--subscription", subscription,
-                       "--messages", str(records + warmup))
+        subscription = warmup_subscription = None
+        seeded = []
         try:
-            argv = client.argv(records, warmup, subscription, self.args.pull_streams)
+            if client.workload == "pubsub_pull":
+                # The measured records and the warm-up's come from different subscriptions (and
+                # topics): a closing warm-up stream leaves the messages it had outstanding held
+                # by the emulator for about a minute, which would stall a measured run reading
+                # the same subscription.
+                self.sequence += 1
+                subscription = f"bench-pull-{os.getpid()}-{self.sequence}"
+                self.admin("seed", "--topic", PULL_TOPIC, "--subscription", subscription,
+                           "--messages", str(records))
+                seeded.append(subscription)
+                if warmup > 0 and client.accepts("--warmup-subscription"):
+                    warmup_subscription = subscription + "-warmup"
+                    self.admin("seed", "--topic", PULL_WARMUP_TOPIC, "--subscription",
+                               warmup_subscription, "--messages", str(warmup))
+                    seeded.append(warmup_subscription)
+            argv = client.argv(records, warmup, subscription, warmup_subscription,
+                               self.args.pull_streams)
             stdout, _, rusage = run_process(argv, self.env, self.args.timeout)
         finally:
-            if subscription:
-                self.admin("delete", "--subscription", subscription)
+            for name in seeded:
+                self.admin("delete", "--subscription", name)
         result = parse_result(stdout, records)
         result.update({
             "process_cpu_s": rusage.ru_utime + rusage.ru_stime,

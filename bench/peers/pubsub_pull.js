@@ -2,18 +2,21 @@
 // subscription of the Pub/Sub emulator through @google-cloud/pubsub's streaming pull
 // (subscription.on('message') + message.ack()).
 //
-// The subscription must already hold at least W + N messages: scripts/bench.sh seeds a fresh one
-// before every run with `pubsub_admin.js seed` (another process, so seeding costs this process
-// neither CPU nor memory). Without --subscription, this script seeds one itself the same way and
-// deletes it at the end.
+// The subscription must already hold N messages, and the warm-up subscription W: scripts/bench.sh
+// seeds fresh ones (the warm-up's on topic bench-pull-warmup) before every run with
+// `pubsub_admin.js seed` (another process, so seeding costs this process neither CPU nor memory).
+// Without --subscription / --warmup-subscription, this script seeds them itself the same way and
+// deletes them at the end.
 //
-// Two phases, each with its own subscriber (streams opened and closed): a warm-up that takes W
-// messages, then the measured one that takes N. The measured window runs from opening the
+// Two phases, each with its own subscriber (streams opened and closed) on its own subscription: a
+// warm-up that takes W messages, then the measured one that takes N. (The emulator holds a
+// message that a closing stream had outstanding for about a minute, so a warm-up on the measured
+// subscription could stall the measured phase.) The measured window runs from opening the
 // subscriber to the end of close(), which sends the outstanding acknowledgements; messages the
 // stream delivered past the N-th are nacked by close() and are not counted.
 //
 //   PUBSUB_EMULATOR_HOST=127.0.0.1:8085 node bench/peers/pubsub_pull.js \
-//       [--subscription SUB] --messages N --warmup W [--streams S]
+//       [--subscription SUB --warmup-subscription SUB] --messages N --warmup W [--streams S]
 //
 // The emulator serves at most 100 messages per StreamingPull response, about 1.9k messages/s per
 // stream (docs/performance.md): compare clients by CPU per message, not by messages/s.
@@ -30,6 +33,8 @@ const args = parseArgs({
   project: 'bench',
   topic: 'bench-pull',
   subscription: '',
+  warmupSubscription: '',
+  warmupTopic: 'bench-pull-warmup',
   streams: 1,
   maxOutstanding: 1000,
 });
@@ -53,36 +58,35 @@ async function receive(pubsub, name, count) {
   await subscription.close();
 }
 
+// Runs pubsub_admin.js (seed or delete) in a process of its own.
+function admin(...argv) {
+  execFileSync(
+    process.execPath,
+    [path.join(__dirname, 'pubsub_admin.js'), ...argv, '--project', args.project],
+    {stdio: 'inherit'},
+  );
+}
+
 async function main() {
   const pubsub = new PubSub({projectId: args.project});
-  let name = args.subscription;
-  const ownSubscription = !name;
-  if (ownSubscription) {
-    name = `bench-pull-node-${process.pid}`;
-    const admin = path.join(__dirname, 'pubsub_admin.js');
-    execFileSync(
-      process.execPath,
-      [
-        admin, 'seed',
-        '--project', args.project,
-        '--topic', args.topic,
-        '--subscription', name,
-        '--messages', String(args.messages + args.warmup),
-      ],
-      {stdio: 'inherit'},
-    );
+  const own = [];
+  // The named subscription, or a fresh one on `topic` seeded with `count` messages.
+  const subscriptionFor = (given, topic, count, suffix) => {
+    if (given) return given;
+    const name = `bench-pull-node-${process.pid}${suffix}`;
+    admin('seed', '--topic', topic, '--subscription', name, '--messages', String(count));
+    own.push(name);
+    return name;
+  };
+  const name = subscriptionFor(args.subscription, args.topic, args.messages, '');
+  if (args.warmup > 0) {
+    const warm =
+      subscriptionFor(args.warmupSubscription, args.warmupTopic, args.warmup, '-warmup');
+    await receive(pubsub, warm, args.warmup);
   }
-  if (args.warmup > 0) await receive(pubsub, name, args.warmup);
   const m = await measure(() => receive(pubsub, name, args.messages));
   printResult('pubsub_pull', args.messages, m, {streams: args.streams});
-  if (ownSubscription) {
-    execFileSync(
-      process.execPath,
-      [path.join(__dirname, 'pubsub_admin.js'), 'delete', '--project', args.project,
-        '--subscription', name],
-      {stdio: 'inherit'},
-    );
-  }
+  for (const s of own) admin('delete', '--subscription', s);
 }
 
 main().then(

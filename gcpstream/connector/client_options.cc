@@ -63,9 +63,10 @@ absl::StatusOr<std::string> ReadServiceAccountKey(const std::string& path) {
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateChannel(const ClientOptions& options,
                                                              const std::string& production_target,
-                                                             grpc::ChannelArguments args) {
+                                                             grpc::ChannelArguments args,
+                                                             CallApi api) {
   if (absl::Status s = options.validate(); !s.ok()) return s;
-  RetainCallbackQueue();
+  if (api == CallApi::kCallback) RetainCallbackQueue();
   if (options.emulator_endpoint()) {
     return grpc::CreateCustomChannel(options.emulator_endpoint()->target(),
                                      grpc::InsecureChannelCredentials(), args);

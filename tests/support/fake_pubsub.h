@@ -60,7 +60,7 @@ class FakePublisher final : public pubsub::Publisher {
     }
     std::vector<pubsub::PublishOutcome> outcomes;
     outcomes.push_back({token, std::move(result), std::move(returned)});
-    listener_->on_published(std::move(outcomes));
+    listener_->on_published(std::move(outcomes), {});
   }
   // Completes every call not yet completed, successfully.
   void complete_all() {

@@ -66,6 +66,7 @@ class SubscriptionAdmin {
                                         const std::string& snapshot) = 0;
 };
 
+// Over gRPC, with blocking calls only (its channel: connector::CallApi::kBlockingOnly).
 std::shared_ptr<SubscriptionAdmin> MakeGrpcSubscriptionAdmin(
     std::shared_ptr<grpc::Channel> channel,
     std::chrono::milliseconds timeout = std::chrono::seconds(60));

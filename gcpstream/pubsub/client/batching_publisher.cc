@@ -1,8 +1,8 @@
 #include "gcpstream/pubsub/client/batching_publisher.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "absl/strings/cord.h"
 #include "gcpstream/util/absl_fmt.h"
@@ -43,9 +43,10 @@ BatchingPublisher::~BatchingPublisher() {
 void BatchingPublisher::run(Callbacks& later) {
   for (auto& c : later.calls) c();
   later.calls.clear();
-  if (!later.outcomes.empty()) {
-    listener_->on_published(std::move(later.outcomes));
+  if (!later.outcomes.empty() || !later.retired.empty()) {
+    listener_->on_published(std::move(later.outcomes), std::move(later.retired));
     later.outcomes.clear();
+    later.retired.Clear();
   }
 }
 
@@ -200,9 +201,9 @@ void BatchingPublisher::send_locked(std::shared_ptr<Batch> batch, Callbacks& lat
     timeout = std::max(std::chrono::milliseconds(1), std::min(timeout, left));
   }
   batch->next_rpc_timeout = std::min(
-      r.max_rpc_timeout, std::chrono::milliseconds(static_cast<std::int64_t>(
-                             static_cast<double>(batch->next_rpc_timeout.count()) *
-                             r.rpc_timeout_multiplier)));
+      r.max_rpc_timeout,
+      std::chrono::milliseconds(static_cast<std::int64_t>(
+          static_cast<double>(batch->next_rpc_timeout.count()) * r.rpc_timeout_multiplier)));
   std::shared_ptr<const google::pubsub::v1::PublishRequest> request = batch->request;
   const std::uint64_t id = next_call_++;
   auto self = shared_from_this();
@@ -224,8 +225,8 @@ void BatchingPublisher::send_locked(std::shared_ptr<Batch> batch, Callbacks& lat
 void BatchingPublisher::fail_batch(Batch& batch, const absl::Status& status, Callbacks& later) {
   auto* messages = batch.request->mutable_messages();
   for (std::size_t i = 0; i < batch.tokens.size(); ++i) {
-    later.outcomes.push_back({batch.tokens[i], status,
-                              std::move(*messages->Mutable(static_cast<int>(i)))});
+    later.outcomes.push_back(
+        {batch.tokens[i], status, std::move(*messages->Mutable(static_cast<int>(i)))});
   }
   batch.tokens.clear();
   batch.request->clear_messages();
@@ -240,9 +241,8 @@ void BatchingPublisher::on_result(std::shared_ptr<Batch> batch, std::uint64_t ca
     live_calls_.erase(call_id);
     const auto& r = settings_.retry;
     if (result.ok() && result->message_ids_size() != static_cast<int>(batch->size())) {
-      result = absl::InternalError(fmt::format(
-          "Publish answered {} message ids for {} messages", result->message_ids_size(),
-          batch->size()));
+      result = absl::InternalError(fmt::format("Publish answered {} message ids for {} messages",
+                                               result->message_ids_size(), batch->size()));
     }
     bool done_with_batch = true;
     if (result.ok()) {
@@ -252,24 +252,27 @@ void BatchingPublisher::on_result(std::shared_ptr<Batch> batch, std::uint64_t ca
                                   std::move(*result->mutable_message_ids(static_cast<int>(i))),
                                   std::nullopt});
       }
+      // The call is over, so the request is ours again: its messages go back to the listener
+      // (an O(1) swap) to be freed by the thread that allocated them.
+      later.retired.Swap(batch->request->mutable_messages());
     } else {
       const absl::Status status = result.status();
       const bool retryable = r.retryable_codes.count(status.code()) > 0;
       const auto elapsed = std::chrono::steady_clock::now() - batch->first_attempt;
-      const bool attempts_left = r.unbounded || r.max_attempts == 0 ||
-                                 batch->attempts < r.max_attempts;
+      const bool attempts_left =
+          r.unbounded || r.max_attempts == 0 || batch->attempts < r.max_attempts;
       const bool time_left = r.unbounded || r.total_timeout.count() == 0 ||
                              elapsed + batch->next_delay < r.total_timeout;
       if (retryable && attempts_left && time_left && !shut_down_) {
         done_with_batch = false;
         const auto delay = batch->next_delay;
         batch->next_delay = std::min(
-            r.max_retry_delay, std::chrono::milliseconds(static_cast<std::int64_t>(
-                                   static_cast<double>(batch->next_delay.count()) *
-                                   r.retry_delay_multiplier)));
+            r.max_retry_delay,
+            std::chrono::milliseconds(static_cast<std::int64_t>(
+                static_cast<double>(batch->next_delay.count()) * r.retry_delay_multiplier)));
         std::weak_ptr<BatchingPublisher> weak = weak_from_this();
-        retry_timers_[call_id] = timers_->schedule(
-            std::chrono::steady_clock::now() + delay, [weak, batch, call_id] {
+        retry_timers_[call_id] =
+            timers_->schedule(std::chrono::steady_clock::now() + delay, [weak, batch, call_id] {
               auto self = weak.lock();
               if (!self) return;
               Callbacks cbs;

@@ -66,6 +66,7 @@ class BatchingPublisher final : public Publisher,
   struct Later {
     std::vector<std::function<void()>> calls;
     std::vector<PublishOutcome> outcomes;
+    RetiredMessages retired;
   };
   using Callbacks = Later;
 
@@ -87,7 +88,7 @@ class BatchingPublisher final : public Publisher,
 
   std::mutex mu_;
   std::condition_variable idle_;
-  std::map<std::string, KeyState> keys_;  // "" is the unordered stream
+  std::map<std::string, KeyState> keys_;                      // "" is the unordered stream
   std::map<std::uint64_t, std::function<void()>> in_flight_;  // call id -> cancel
   std::set<std::uint64_t> live_calls_;                        // sent, not yet answered
   std::map<std::uint64_t, std::shared_ptr<util::TimerHandle>> retry_timers_;
@@ -104,8 +105,7 @@ class BatchingPublisherFactory final : public PublisherFactory {
  public:
   BatchingPublisherFactory(std::shared_ptr<PublisherStub> stub, PublisherSettings settings);
   absl::StatusOr<std::shared_ptr<Publisher>> create(
-      const connector::TopicDestination& topic,
-      std::shared_ptr<PublishListener> listener) override;
+      const connector::TopicDestination& topic, std::shared_ptr<PublishListener> listener) override;
 
  private:
   std::shared_ptr<PublisherStub> stub_;

@@ -1,11 +1,11 @@
 #ifndef GCPSTREAM_PUBSUB_CLIENT_PUBLISHER_STUB_H_
 #define GCPSTREAM_PUBSUB_CLIENT_PUBLISHER_STUB_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <chrono>
 #include <functional>
 #include <memory>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "google/pubsub/v1/pubsub.grpc.pb.h"
@@ -16,8 +16,7 @@ namespace gcpstream::pubsub {
 // the real one is the generated gRPC stub's callback API. Thread-safe.
 class PublisherStub {
  public:
-  using PublishCallback =
-      std::function<void(absl::StatusOr<google::pubsub::v1::PublishResponse>)>;
+  using PublishCallback = std::function<void(absl::StatusOr<google::pubsub::v1::PublishResponse>)>;
   virtual ~PublisherStub() = default;
   // `done` runs exactly once, on an arbitrary thread. The request is shared, not copied (a
   // retry sends the same one again); it must not change until `done` ran. The returned function

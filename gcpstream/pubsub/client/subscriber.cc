@@ -240,7 +240,7 @@ bool Subscriber::run_stream(int index, std::chrono::milliseconds& backoff) {
           batch.push_back(std::move(m));
         }
       }
-      for (auto& m : batch) callbacks_.on_message(std::move(m));
+      if (!batch.empty()) callbacks_.on_messages(std::move(batch));
     }
   }
   {

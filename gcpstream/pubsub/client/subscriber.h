@@ -64,10 +64,13 @@ struct ReceivedMessage {
 };
 
 // Callbacks of a Subscriber. Both run on a stream's dispatch thread; one stream dispatches in
-// the order it received (so per-key order holds with one stream). on_message must not block
+// the order it received (so per-key order holds with one stream). on_messages must not block
 // for long: it holds back its stream.
 struct SubscriberCallbacks {
-  std::function<void(ReceivedMessage)> on_message;
+  // The messages of one StreamingPull response (never empty), in the order received. A whole
+  // response at a time, so the receiver takes its lock and wakes its consumer once per response
+  // rather than once per message.
+  std::function<void(std::vector<ReceivedMessage>)> on_messages;
   // A failure the subscriber will not retry (a non-retryable stream status). Called at most
   // once; the subscriber stops pulling afterwards.
   std::function<void(absl::Status)> on_failure;

@@ -40,6 +40,8 @@ class SubscriberStub {
       std::chrono::milliseconds timeout) = 0;
 };
 
+// The stub over gRPC. It makes blocking calls only, so its channel is created with
+// connector::CallApi::kBlockingOnly (a callback call added here must change that).
 std::shared_ptr<SubscriberStub> MakeGrpcSubscriberStub(std::shared_ptr<grpc::Channel> channel);
 
 }  // namespace gcpstream::pubsub

@@ -1,8 +1,8 @@
 #include "gcpstream/pubsub/sink/pubsub_dead_letter_queue.h"
 
-#include <mutex>
-
 #include <fmt/format.h>
+
+#include <mutex>
 
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/connector/bounded_shutdown.h"
@@ -31,7 +31,7 @@ class PubSubDeadLetterQueue::Listener final
     std::lock_guard lock(mu_);
     detached_ = true;
   }
-  void on_published(std::vector<PublishOutcome> outcomes) override {
+  void on_published(std::vector<PublishOutcome> outcomes, RetiredMessages) override {
     std::lock_guard lock(mu_);
     if (detached_) return;
     mailbox_->execute(
@@ -63,8 +63,9 @@ absl::StatusOr<std::shared_ptr<PubSubDeadLetterQueue>> PubSubDeadLetterQueue::Bu
         "max_in_flight_messages must be >= 0, or -1 to buffer until flush");
   }
   if (flush_timeout_.count() <= 0) {
-    return absl::InvalidArgumentError("flush_timeout must be positive (there is no unbounded "
-                                      "setting)");
+    return absl::InvalidArgumentError(
+        "flush_timeout must be positive (there is no unbounded "
+        "setting)");
   }
   if (shutdown_timeout_.count() <= 0) {
     return absl::InvalidArgumentError("shutdown_timeout must be positive");
@@ -117,8 +118,7 @@ absl::Status PubSubDeadLetterQueue::offer(const connector::FailedElement& elemen
   if (!publisher_) return absl::FailedPreconditionError("the dead-letter queue is not open");
   in_flight_.fetch_add(1);
   publisher_->publish(ToMessage(element), next_token_++);
-  if (b_.max_in_flight_ == 0 ||
-      (b_.max_in_flight_ > 0 && in_flight_.load() >= b_.max_in_flight_)) {
+  if (b_.max_in_flight_ == 0 || (b_.max_in_flight_ > 0 && in_flight_.load() >= b_.max_in_flight_)) {
     return await_all("an offer at max_in_flight_messages");
   }
   return absl::OkStatus();
@@ -129,10 +129,10 @@ void PubSubDeadLetterQueue::on_outcome(const PublishOutcome& outcome) {
   if (outcome.message_id.ok()) {
     if (published_ != nullptr) published_->inc();
   } else if (failure_.ok()) {
-    failure_ = absl::Status(outcome.message_id.status().code(),
-                            fmt::format("dead-letter publish to {} failed: {}",
-                                        b_.topic_->resource_name(),
-                                        outcome.message_id.status().message()));
+    failure_ =
+        absl::Status(outcome.message_id.status().code(),
+                     fmt::format("dead-letter publish to {} failed: {}", b_.topic_->resource_name(),
+                                 outcome.message_id.status().message()));
   }
 }
 

@@ -14,7 +14,8 @@ absl::Status PubSubPublisherOptions::validate() const {
   if (max_in_flight_messages < 1) {
     return absl::InvalidArgumentError("max_in_flight_messages must be >= 1");
   }
-  if (max_in_flight_bytes < 1) return absl::InvalidArgumentError("max_in_flight_bytes must be >= 1");
+  if (max_in_flight_bytes < 1)
+    return absl::InvalidArgumentError("max_in_flight_bytes must be >= 1");
   if (max_active_publishers < 1) {
     return absl::InvalidArgumentError("max_active_publishers must be >= 1");
   }

@@ -1,10 +1,10 @@
 #include "gcpstream/pubsub/sink/pubsub_writer_core.h"
 
-#include <algorithm>
-#include <mutex>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <mutex>
 
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/connector/bounded_shutdown.h"
@@ -23,7 +23,8 @@ connector::ProgressPolicy Progress(const PubSubPublisherOptions& o) {
   p.connector = "Pub/Sub";
   p.completion = "publish";
   p.progress_timeout = o.publish_progress_timeout;
-  p.stall_warning_interval = std::max(std::chrono::milliseconds(1), o.publish_progress_timeout / 10);
+  p.stall_warning_interval =
+      std::max(std::chrono::milliseconds(1), o.publish_progress_timeout / 10);
   p.progress_timeout_option = "publish_progress_timeout";
   return p;
 }
@@ -44,9 +45,10 @@ class PubSubWriterCore::Completions final : public PublishListener {
     std::lock_guard lock(mu_);
     detached_ = true;
     queue_.clear();
+    retired_.clear();
   }
 
-  void on_published(std::vector<PublishOutcome> outcomes) override {
+  void on_published(std::vector<PublishOutcome> outcomes, RetiredMessages retired) override {
     std::lock_guard lock(mu_);
     if (detached_) return;
     if (queue_.empty()) {
@@ -54,6 +56,8 @@ class PubSubWriterCore::Completions final : public PublishListener {
     } else {
       for (auto& o : outcomes) queue_.push_back(std::move(o));
     }
+    // Freed by the mail below, on the writer's thread, which allocated them.
+    if (!retired.empty()) retired_.push_back(std::move(retired));
     if (scheduled_) return;
     scheduled_ = true;
     // Posted under the lock, so detach() cannot complete while a post is under way.
@@ -62,9 +66,11 @@ class PubSubWriterCore::Completions final : public PublishListener {
           auto a = alive.lock();
           if (!a || !*a) return absl::OkStatus();
           std::vector<PublishOutcome> batch;
+          std::vector<RetiredMessages> retired;
           {
             std::lock_guard lock(mu_);
             batch.swap(queue_);
+            retired.swap(retired_);
             scheduled_ = false;
           }
           for (auto& o : batch) core_->on_complete(std::move(o));
@@ -79,6 +85,7 @@ class PubSubWriterCore::Completions final : public PublishListener {
   std::weak_ptr<bool> alive_;
   std::mutex mu_;
   std::vector<PublishOutcome> queue_;
+  std::vector<RetiredMessages> retired_;
   bool scheduled_ = false;
   bool detached_ = false;
 };
@@ -254,8 +261,7 @@ void PubSubWriterCore::on_complete(PublishOutcome outcome) {
     return;
   }
   connector::ClassifierRules rules;
-  rules.not_found_is_repairable =
-      config_.create_disposition == CreateDisposition::kCreateIfNeeded;
+  rules.not_found_is_repairable = config_.create_disposition == CreateDisposition::kCreateIfNeeded;
   switch (connector::Classify(status, rules)) {
     case connector::FailureClass::kRepairable:
       router_.count_error_class(absl::StatusCode::kNotFound);
@@ -272,18 +278,16 @@ void PubSubWriterCore::on_complete(PublishOutcome outcome) {
   router_.count_error_class(status.code());
   if (d.send_errors != nullptr) d.send_errors->inc();
   if (status.code() == absl::StatusCode::kNotFound) {
-    capture(absl::NotFoundError(fmt::format(
-        "Pub/Sub topic {} does not exist and create_disposition is CREATE_NEVER ({})",
-        d.topic.resource_name(), status.message())));
+    capture(absl::NotFoundError(
+        fmt::format("Pub/Sub topic {} does not exist and create_disposition is CREATE_NEVER ({})",
+                    d.topic.resource_name(), status.message())));
     return;
   }
   capture(absl::Status(status.code(), fmt::format("publishing to {} failed: {}",
                                                   d.topic.resource_name(), status.message())));
 }
 
-absl::Status PubSubWriterCore::drain(std::string_view wait) {
-  return gate_.drain(wait);
-}
+absl::Status PubSubWriterCore::drain(std::string_view wait) { return gate_.drain(wait); }
 
 absl::Status PubSubWriterCore::repair_all() {
   repairing_ = true;
@@ -372,10 +376,12 @@ absl::Status PubSubWriterCore::repair(const connector::TopicDestination& topic) 
         for (auto& p : batch) park(d, std::move(p.tracked), p.reason, p.status);
         auto delay = backoff.next();
         if (!delay) {
-          return absl::Status(s.code(), fmt::format(
-              "Pub/Sub sink: could not create topic {} within the recovery budget "
-              "(recovery_max_attempts {}): {}",
-              topic.resource_name(), config_.options.recovery.max_attempts, s.message()));
+          return absl::Status(
+              s.code(),
+              fmt::format("Pub/Sub sink: could not create topic {} within the recovery budget "
+                          "(recovery_max_attempts {}): {}",
+                          topic.resource_name(), config_.options.recovery.max_attempts,
+                          s.message()));
         }
         GCP_RETURN_IF_ERROR(connector::SleepYielding(context_.mailbox_executor(), *delay));
         continue;
@@ -445,8 +451,7 @@ absl::Status PubSubWriterCore::repair(const connector::TopicDestination& topic) 
       return absl::UnavailableError(fmt::format(
           "Pub/Sub sink: could not drain {} parked messages for {} within the recovery budget "
           "(recovery_max_attempts {}){}{}",
-          again->second.parked.size(), topic.resource_name(),
-          config_.options.recovery.max_attempts,
+          again->second.parked.size(), topic.resource_name(), config_.options.recovery.max_attempts,
           created ? "; the topic was created by this repair" : "",
           routed > 0 ? fmt::format("; {} messages were handed to the failure handler", routed)
                      : std::string()));
@@ -455,8 +460,8 @@ absl::Status PubSubWriterCore::repair(const connector::TopicDestination& topic) 
   }
 }
 
-absl::Status PubSubWriterCore::route_serialization_failure(
-    const connector::TopicDestination& topic, absl::Status status) {
+absl::Status PubSubWriterCore::route_serialization_failure(const connector::TopicDestination& topic,
+                                                           absl::Status status) {
   return router_.route_serialization_failure(
       FailedMessage(topic, std::nullopt, std::move(status), /*service_rejection=*/false));
 }
@@ -464,7 +469,8 @@ absl::Status PubSubWriterCore::route_serialization_failure(
 absl::Status PubSubWriterCore::flush(bool end_of_input) {
   GCP_RETURN_IF_ERROR(captured_);
   for (auto& [t, d] : destinations_) d.publisher->flush();
-  GCP_RETURN_IF_ERROR(drain(end_of_input ? "flushing at end of input" : "flushing for a checkpoint"));
+  GCP_RETURN_IF_ERROR(
+      drain(end_of_input ? "flushing at end of input" : "flushing for a checkpoint"));
   GCP_RETURN_IF_ERROR(repair_all());
   GCP_RETURN_IF_ERROR(captured_);
   // The failure handler's queue is flushed after the sink's own writes drained.

@@ -85,8 +85,8 @@ void PubSubReaderCore::open_subscriber_locked(Slot& slot) {
   const std::string id = slot.split.split_id();
   std::weak_ptr<PubSubReaderCore> weak = weak_from_this();
   SubscriberCallbacks callbacks;
-  callbacks.on_message = [weak, id, generation](ReceivedMessage m) {
-    if (auto core = weak.lock()) core->on_message(id, generation, std::move(m));
+  callbacks.on_messages = [weak, id, generation](std::vector<ReceivedMessage> batch) {
+    if (auto core = weak.lock()) core->on_messages(id, generation, std::move(batch));
   };
   callbacks.on_failure = [weak, id, generation](absl::Status status) {
     if (auto core = weak.lock()) {
@@ -101,7 +101,8 @@ void PubSubReaderCore::open_subscriber_locked(Slot& slot) {
   slot.subscriber->start();
 }
 
-void PubSubReaderCore::on_message(const std::string& split_id, int generation, ReceivedMessage m) {
+void PubSubReaderCore::on_messages(const std::string& split_id, int generation,
+                                   std::vector<ReceivedMessage> batch) {
   std::unique_lock lock(mu_);
   auto it = slots_.find(split_id);
   // A delivery to a subscriber being torn down: its stop() nacks every lease it still holds.
@@ -111,41 +112,51 @@ void PubSubReaderCore::on_message(const std::string& split_id, int generation, R
   }
   Slot& slot = it->second;
   const auto& opts = config_->subscriber_options;
-  if (buffered_messages_.load() + 1 > opts.subscriber_buffer_max_messages ||
-      buffered_bytes_.load() + m.bytes > opts.subscriber_buffer_max_bytes) {
-    // The hard budget: refuse this delivery before it is retained, stop intake everywhere.
-    slot.subscriber->nack({m.ack_id});
-    messages_nacked_->inc();
-    bool all_paused = !slots_.empty();
-    for (auto& [id, s] : slots_) all_paused = all_paused && (s.paused || s.parked);
-    for (auto& [id, s] : slots_) {
-      if (s.subscriber) s.subscriber->stop();
+  const bool was_empty = slot.buffer.empty();
+  std::size_t taken = 0;
+  for (; taken < batch.size(); ++taken) {
+    ReceivedMessage& m = batch[taken];
+    if (buffered_messages_.load() + 1 > opts.subscriber_buffer_max_messages ||
+        buffered_bytes_.load() + m.bytes > opts.subscriber_buffer_max_bytes) {
+      break;
     }
-    if (all_paused) {
-      park_paused_requested_ = true;
-      cv_.notify_all();
-      return;
-    }
-    if (overflow_reported_) return;
-    overflow_reported_ = true;
-    std::string message = fmt::format(
-        "the subscriber buffer reached its reader-wide budget ({} messages or {} bytes; "
-        "subscriber_buffer_max_messages / subscriber_buffer_max_bytes) while consuming: the "
-        "job downstream has stopped taking records. Raise the budget only if ordinary bursts "
-        "reach it and memory allows",
-        opts.subscriber_buffer_max_messages, opts.subscriber_buffer_max_bytes);
-    lock.unlock();
-    spdlog::error("pubsub source: {}", message);
-    context_.send_source_event_to_coordinator(
-        std::make_shared<SubscriberBufferOverflow>(std::move(message)));
+    tracker_.add_pending(split_id, m.ack_id);
+    buffered_messages_.fetch_add(1);
+    buffered_bytes_.fetch_add(m.bytes);
+    slot.bytes += m.bytes;
+    slot.buffer.push_back(std::move(m));
+  }
+  if (was_empty && !slot.buffer.empty()) cv_.notify_all();
+  if (taken == batch.size()) return;
+  // The hard budget: refuse the rest of the response before it is retained, stop intake
+  // everywhere.
+  std::vector<std::string> refused;
+  refused.reserve(batch.size() - taken);
+  for (std::size_t i = taken; i < batch.size(); ++i) refused.push_back(std::move(batch[i].ack_id));
+  slot.subscriber->nack(refused);
+  messages_nacked_->inc(static_cast<std::int64_t>(refused.size()));
+  bool all_paused = !slots_.empty();
+  for (auto& [id, s] : slots_) all_paused = all_paused && (s.paused || s.parked);
+  for (auto& [id, s] : slots_) {
+    if (s.subscriber) s.subscriber->stop();
+  }
+  if (all_paused) {
+    park_paused_requested_ = true;
+    cv_.notify_all();
     return;
   }
-  tracker_.add_pending(split_id, m.ack_id);
-  buffered_messages_.fetch_add(1);
-  buffered_bytes_.fetch_add(m.bytes);
-  slot.bytes += m.bytes;
-  slot.buffer.push_back(std::move(m));
-  if (slot.buffer.size() == 1) cv_.notify_all();
+  if (overflow_reported_) return;
+  overflow_reported_ = true;
+  std::string message = fmt::format(
+      "the subscriber buffer reached its reader-wide budget ({} messages or {} bytes; "
+      "subscriber_buffer_max_messages / subscriber_buffer_max_bytes) while consuming: the "
+      "job downstream has stopped taking records. Raise the budget only if ordinary bursts "
+      "reach it and memory allows",
+      opts.subscriber_buffer_max_messages, opts.subscriber_buffer_max_bytes);
+  lock.unlock();
+  spdlog::error("pubsub source: {}", message);
+  context_.send_source_event_to_coordinator(
+      std::make_shared<SubscriberBufferOverflow>(std::move(message)));
 }
 
 void PubSubReaderCore::on_failure(const std::string& split_id, int generation,

@@ -95,7 +95,7 @@ class PubSubReaderCore : public std::enable_shared_from_this<PubSubReaderCore> {
   };
 
   void open_subscriber_locked(Slot& slot);
-  void on_message(const std::string& split_id, int generation, ReceivedMessage m);
+  void on_messages(const std::string& split_id, int generation, std::vector<ReceivedMessage> batch);
   void on_failure(const std::string& split_id, int generation, absl::Status status);
   // Takes a slot's subscriber and every ack id it owns (buffer and tracker) for a teardown.
   Teardown detach_locked(Slot& slot);

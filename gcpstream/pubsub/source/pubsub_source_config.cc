@@ -69,7 +69,9 @@ absl::Status PubSubSourceConfig::validate() const {
 
 absl::StatusOr<std::shared_ptr<SubscriptionAdmin>> PubSubSourceConfig::make_admin() const {
   if (clients && clients->admin_factory) return clients->admin_factory();
-  auto channel = connector::CreateChannel(client_options, kPubSubTarget);
+  // Subscription admin and subscriber calls are all blocking ones.
+  auto channel = connector::CreateChannel(client_options, kPubSubTarget, {},
+                                          connector::CallApi::kBlockingOnly);
   if (!channel.ok()) return channel.status();
   return MakeGrpcSubscriptionAdmin(*channel);
 }
@@ -79,7 +81,8 @@ absl::StatusOr<std::shared_ptr<SubscriberStub>> PubSubSourceConfig::make_stub() 
   grpc::ChannelArguments args;
   // Messages of up to 10 MB plus their envelope (gRPC's 4 MB default would cut a response).
   args.SetMaxReceiveMessageSize(-1);
-  auto channel = connector::CreateChannel(client_options, kPubSubTarget, args);
+  auto channel = connector::CreateChannel(client_options, kPubSubTarget, args,
+                                          connector::CallApi::kBlockingOnly);
   if (!channel.ok()) return channel.status();
   return MakeGrpcSubscriberStub(*channel);
 }

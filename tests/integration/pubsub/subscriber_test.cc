@@ -37,9 +37,9 @@ TEST(SubscriberIT, ReceivesThenANackRedeliversAtOnce) {
   std::mutex mu;
   std::vector<ReceivedMessage> received;
   SubscriberCallbacks callbacks;
-  callbacks.on_message = [&](ReceivedMessage m) {
+  callbacks.on_messages = [&](std::vector<ReceivedMessage> batch) {
     std::lock_guard lock(mu);
-    received.push_back(std::move(m));
+    for (auto& m : batch) received.push_back(std::move(m));
   };
   callbacks.on_failure = [](absl::Status s) { ADD_FAILURE() << s; };
   auto stub =

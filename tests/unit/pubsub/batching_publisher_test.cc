@@ -27,12 +27,16 @@ struct Results final : PublishListener {
   std::mutex mu;
   std::vector<absl::StatusOr<std::string>> values;
   std::vector<std::uint64_t> tokens;
-  void on_published(std::vector<PublishOutcome> outcomes) override {
+  std::vector<std::string> retired_data;   // the messages handed back after a success
+  std::vector<std::string> returned_data;  // the messages handed back with a failure
+  void on_published(std::vector<PublishOutcome> outcomes, RetiredMessages retired) override {
     std::lock_guard lock(mu);
     for (auto& o : outcomes) {
       tokens.push_back(o.token);
       values.push_back(std::move(o.message_id));
+      if (o.message) returned_data.push_back(o.message->data());
     }
+    for (const auto& m : retired) retired_data.push_back(m.data());
   }
   std::size_t size() {
     std::lock_guard lock(mu);
@@ -94,6 +98,25 @@ TEST_F(BatchingPublisherTest, SendsABatchWhenTheCountThresholdIsReached) {
   ASSERT_TRUE(results.wait_for(7, 2s));
   for (auto& r : results.values) EXPECT_TRUE(r.ok());
   ASSERT_TRUE(p->shutdown().ok());
+}
+
+// A published request's messages go back to the listener (to be freed on the thread that built
+// them); a failed one's come back in the outcomes instead, never both.
+TEST_F(BatchingPublisherTest, HandsPublishedMessagesBackToTheListenerAndFailedOnesInOutcomes) {
+  PublisherSettings s;
+  s.batching.element_count_threshold = 2;
+  s.batching.delay_threshold = 10s;
+  s.retry.max_attempts = 1;
+  auto p = make(s);
+  for (const char* d : {"a", "b", "c", "d"}) p->publish(Message(d), next_token++);
+  ASSERT_EQ(stub_->wait_for_calls(2, 2s), 2u);
+  stub_->answer(0, absl::OkStatus());
+  stub_->answer(1, absl::InvalidArgumentError("refused"));
+  ASSERT_TRUE(results.wait_for(4, 2s));
+  ASSERT_TRUE(p->shutdown().ok());
+  std::lock_guard lock(results.mu);
+  EXPECT_EQ(results.retired_data, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(results.returned_data, (std::vector<std::string>{"c", "d"}));
 }
 
 TEST_F(BatchingPublisherTest, SendsWhatWaitedForTheDelayThreshold) {

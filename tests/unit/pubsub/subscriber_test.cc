@@ -21,9 +21,9 @@ class SubscriberTest : public ::testing::Test {
   void start(SubscriberSettings settings = {}) {
     settings.ack_batch_delay = 5ms;
     SubscriberCallbacks callbacks;
-    callbacks.on_message = [this](ReceivedMessage m) {
+    callbacks.on_messages = [this](std::vector<ReceivedMessage> batch) {
       std::lock_guard lock(mu_);
-      received_.push_back(m.ack_id);
+      for (const auto& m : batch) received_.push_back(m.ack_id);
     };
     callbacks.on_failure = [this](absl::Status s) {
       std::lock_guard lock(mu_);
