@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "tests/integration/pipeline/flights_data.h"
 #include "tests/support/emulators.h"
 #include "tests/support/pubsub_emulator.h"
 
@@ -21,32 +22,11 @@ namespace {
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
+using testing::Flights;
+using testing::ReadFile;
 
 constexpr char kProject[] = "pipeline-it";
 constexpr int kRecords = 3000;
-
-// Flights shaped like vega-datasets' flights-20k.json, including two records that share
-// (date, origin, destination) as the real file does.
-nlohmann::json Flights() {
-  const char* airports[] = {"DTW", "LAS", "HNL", "SFO", "OAK", "PHX", "DFW", "AUS"};
-  nlohmann::json out = nlohmann::json::array();
-  for (int i = 0; i < kRecords; ++i) {
-    out.push_back({{"date", fmt::format("2001/01/{:02} {:02}:{:02}", 1 + i % 28, i % 24, i % 60)},
-                   {"delay", (i * 7) % 90 - 10},
-                   {"distance", 100 + (i * 13) % 2400},
-                   {"origin", airports[i % 8]},
-                   {"destination", airports[(i + 3) % 8]}});
-  }
-  out[kRecords - 1] = out[kRecords - 2];  // the duplicate key
-  return out;
-}
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 TEST(FlightsToPubSubIT, EveryRecordArrivesOnceWithItsOrdinalAndOrderingKey) {
   const std::string endpoint = testing::EmulatorEndpoint(testing::Emulator::kPubSub);
@@ -61,7 +41,7 @@ TEST(FlightsToPubSubIT, EveryRecordArrivesOnceWithItsOrdinalAndOrderingKey) {
 
   const fs::path dir = fs::temp_directory_path() / testing::UniqueId("pipeline-it");
   fs::create_directories(dir);
-  const nlohmann::json flights = Flights();
+  const nlohmann::json flights = Flights(kRecords);
   std::ofstream(dir / "flights.json") << flights.dump();
 
   const std::string command = fmt::format(
