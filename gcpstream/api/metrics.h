@@ -54,7 +54,9 @@ using GaugeFunction = std::function<double()>;
 
 // A named scope of metrics: job -> operator -> subtask, with optional nested groups.
 //
-// Registering a name twice returns the first registration (Flink keeps the first one too).
+// Registering a name twice returns the first registration (Flink keeps the first one too); a
+// gauge frozen when its subtask closed (MetricRegistry::freeze) is replaced by the next
+// registration, so after a restart gauges read the live attempt.
 // Groups, counters and histograms live as long as the job's registry; references stay valid.
 // Thread-safe.
 class MetricGroup {

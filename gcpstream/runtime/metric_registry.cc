@@ -1,13 +1,14 @@
 #include "gcpstream/runtime/metric_registry.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <deque>
-
-#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <set>
 
 #include "gcpstream/util/absl_fmt.h"
-#include <nlohmann/json.hpp>
 
 namespace gcpstream::runtime {
 
@@ -30,7 +31,10 @@ class MetricGroupImpl final : public MetricGroup {
   }
   void gauge(std::string_view name, GaugeFunction read) override {
     std::lock_guard lock(mu_);
-    gauges_.emplace(std::string(name), std::move(read));  // first registration wins
+    // The first live registration wins; one frozen when its subtask closed gives way to the
+    // next attempt's (after a restart the registry, and so this group, is the same).
+    auto [it, inserted] = gauges_.try_emplace(std::string(name), std::move(read));
+    if (!inserted && frozen_gauges_.erase(it->first) > 0) it->second = std::move(read);
   }
   MetricGroup& add_group(std::string_view name) override {
     std::lock_guard lock(mu_);
@@ -51,8 +55,7 @@ class MetricGroupImpl final : public MetricGroup {
   void collect(std::vector<MetricSample>& out) const {
     std::lock_guard lock(mu_);
     for (const auto& [name, c] : counters_) {
-      out.push_back(
-          {labels_, prefix_ + name, MetricSample::Kind::kCounter, double(c->get()), {}});
+      out.push_back({labels_, prefix_ + name, MetricSample::Kind::kCounter, double(c->get()), {}});
     }
     for (const auto& [name, g] : gauges_) {
       out.push_back({labels_, prefix_ + name, MetricSample::Kind::kGauge, g(), {}});
@@ -68,6 +71,7 @@ class MetricGroupImpl final : public MetricGroup {
     for (auto& [name, g] : gauges_) {
       const double value = g();
       g = [value] { return value; };
+      frozen_gauges_.insert(name);
     }
     for (auto& [name, child] : children_) child->freeze();
   }
@@ -79,6 +83,7 @@ class MetricGroupImpl final : public MetricGroup {
   std::map<std::string, std::unique_ptr<Counter>> counters_;
   std::map<std::string, std::unique_ptr<Histogram>> histograms_;
   std::map<std::string, GaugeFunction> gauges_;
+  std::set<std::string> frozen_gauges_;  // replaced by their last value at freeze()
   std::map<std::string, std::unique_ptr<MetricGroupImpl>> children_;
 };
 
@@ -177,8 +182,8 @@ std::string ToPrometheusText(const std::vector<MetricSample>& samples) {
       }
       const auto& h = s->histogram;
       for (auto [q, v] : {std::pair{"0.5", h.p50}, {"0.95", h.p95}, {"0.99", h.p99}}) {
-        out += fmt::format("{}{} {}\n", name,
-                           Labels(s->labels, fmt::format("quantile=\"{}\"", q)), Number(v));
+        out += fmt::format("{}{} {}\n", name, Labels(s->labels, fmt::format("quantile=\"{}\"", q)),
+                           Number(v));
       }
       out += fmt::format("{}_count{} {}\n", name, Labels(s->labels), h.count);
     }
