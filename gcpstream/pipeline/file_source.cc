@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include <cctype>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 
+#include "gcpstream/api/split_queue_reader.h"
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/pipeline/json_value_scanner.h"
 #include "gcpstream/runtime/builtin/static_split_enumerator.h"
@@ -101,25 +101,16 @@ absl::StatusOr<std::string> ReadRange(const std::string& path, std::int64_t begi
 
 // Emits from the subtask thread, one record per poll; a split's bytes are loaded when the
 // split becomes current.
-class Reader final : public SourceReader<PipelineRecord, FileSplit> {
+class Reader final : public SplitQueueReader<PipelineRecord, FileSplit> {
  public:
-  explicit Reader(SourceReaderContext& context) : context_(context) {}
-
-  absl::Status start() override {
-    request();
-    return absl::OkStatus();
-  }
+  using SplitQueueReader::SplitQueueReader;
 
   absl::StatusOr<InputStatus> poll_next(ReaderOutput<PipelineRecord>& output) override {
-    while (!splits_.empty() && splits_.front().next_offset >= splits_.front().end_offset) {
-      finish_front();
-    }
-    if (splits_.empty()) {
-      if (no_more_splits_) return InputStatus::kEndOfInput;
-      request();
-      return InputStatus::kNothingAvailable;
-    }
-    FileSplit& split = splits_.front();
+    InputStatus when_none;
+    FileSplit* current =
+        current_split([](const FileSplit& s) { return s.next_offset >= s.end_offset; }, when_none);
+    if (current == nullptr) return when_none;
+    FileSplit& split = *current;
     if (!loaded_) GCP_RETURN_IF_ERROR(load(split));
     const JsonValueScanner::Range range = values_[next_value_];
     const std::string_view text(buffer_.data() + (range.begin - buffer_offset_),
@@ -143,23 +134,9 @@ class Reader final : public SourceReader<PipelineRecord, FileSplit> {
     split.next_offset =
         next_value_ < values_.size() ? values_[next_value_].begin : split.end_offset;
     GCP_RETURN_IF_ERROR(output.collect(std::move(record)));
-    if (split.next_offset >= split.end_offset) finish_front();
+    if (split.next_offset >= split.end_offset) finish_split();
     return InputStatus::kMoreAvailable;
   }
-
-  absl::StatusOr<std::vector<FileSplit>> snapshot_state(std::int64_t) override {
-    return std::vector<FileSplit>(splits_.begin(), splits_.end());
-  }
-  absl::Status add_splits(std::vector<FileSplit> splits) override {
-    for (auto& s : splits) splits_.push_back(std::move(s));
-    requested_ = false;
-    return absl::OkStatus();
-  }
-  absl::Status notify_no_more_splits() override {
-    no_more_splits_ = true;
-    return absl::OkStatus();
-  }
-  absl::Status close() override { return absl::OkStatus(); }
 
  private:
   absl::Status load(const FileSplit& split) {
@@ -189,24 +166,12 @@ class Reader final : public SourceReader<PipelineRecord, FileSplit> {
     return absl::OkStatus();
   }
 
-  void finish_front() {
-    splits_.pop_front();
+  void on_split_finished() override {
     loaded_ = false;
     buffer_.clear();
     values_.clear();
-    if (splits_.empty() && !no_more_splits_) request();
   }
 
-  void request() {
-    if (requested_) return;
-    requested_ = true;
-    context_.send_split_request();
-  }
-
-  SourceReaderContext& context_;
-  std::deque<FileSplit> splits_;
-  bool requested_ = false;
-  bool no_more_splits_ = false;
   bool loaded_ = false;
   std::string buffer_;
   std::int64_t buffer_offset_ = 0;

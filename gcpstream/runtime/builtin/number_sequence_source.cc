@@ -1,9 +1,10 @@
 #include "gcpstream/runtime/builtin/number_sequence_source.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "gcpstream/api/split_queue_reader.h"
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/runtime/builtin/static_split_enumerator.h"
 #include "gcpstream/util/bytes.h"
@@ -65,56 +66,20 @@ class StateSerializer final : public VersionedSerializer<std::vector<NumberSeque
 };
 
 // Emits from the subtask thread: no fetcher, no queue.
-class Reader final : public SourceReader<std::int64_t, NumberSequenceSplit> {
+class Reader final : public SplitQueueReader<std::int64_t, NumberSequenceSplit> {
  public:
-  explicit Reader(SourceReaderContext& context) : context_(context) {}
-
-  absl::Status start() override {
-    request();
-    return absl::OkStatus();
-  }
+  using SplitQueueReader::SplitQueueReader;
 
   absl::StatusOr<InputStatus> poll_next(ReaderOutput<std::int64_t>& output) override {
-    while (!splits_.empty() && splits_.front().next > splits_.front().last) splits_.pop_front();
-    if (splits_.empty()) {
-      if (no_more_splits_) return InputStatus::kEndOfInput;
-      request();
-      return InputStatus::kNothingAvailable;
-    }
-    NumberSequenceSplit& split = splits_.front();
-    const std::int64_t value = split.next++;
+    InputStatus when_none;
+    NumberSequenceSplit* split =
+        current_split([](const NumberSequenceSplit& s) { return s.next > s.last; }, when_none);
+    if (split == nullptr) return when_none;
+    const std::int64_t value = split->next++;
     GCP_RETURN_IF_ERROR(output.collect(value));
-    if (split.next > split.last) {
-      splits_.pop_front();
-      if (splits_.empty() && !no_more_splits_) request();
-    }
+    if (split->next > split->last) finish_split();
     return InputStatus::kMoreAvailable;
   }
-
-  absl::StatusOr<std::vector<NumberSequenceSplit>> snapshot_state(std::int64_t) override {
-    return std::vector<NumberSequenceSplit>(splits_.begin(), splits_.end());
-  }
-  absl::Status add_splits(std::vector<NumberSequenceSplit> splits) override {
-    for (auto& s : splits) splits_.push_back(std::move(s));
-    requested_ = false;
-    return absl::OkStatus();
-  }
-  absl::Status notify_no_more_splits() override {
-    no_more_splits_ = true;
-    return absl::OkStatus();
-  }
-  absl::Status close() override { return absl::OkStatus(); }
-
- private:
-  void request() {
-    if (requested_) return;
-    requested_ = true;
-    context_.send_split_request();
-  }
-  SourceReaderContext& context_;
-  std::deque<NumberSequenceSplit> splits_;
-  bool requested_ = false;
-  bool no_more_splits_ = false;
 };
 
 const SplitSerializer kSplitSerializer;
@@ -139,12 +104,15 @@ std::vector<NumberSequenceSplit> NumberSequenceSource::initial_splits() const {
   return out;
 }
 
-absl::StatusOr<std::unique_ptr<SplitEnumerator<NumberSequenceSplit, NumberSequenceSource::EnumState>>>
-NumberSequenceSource::create_enumerator(SplitEnumeratorContext<NumberSequenceSplit>& context) const {
+absl::StatusOr<
+    std::unique_ptr<SplitEnumerator<NumberSequenceSplit, NumberSequenceSource::EnumState>>>
+NumberSequenceSource::create_enumerator(
+    SplitEnumeratorContext<NumberSequenceSplit>& context) const {
   return std::make_unique<StaticSplitEnumerator<NumberSequenceSplit>>(context, initial_splits());
 }
 
-absl::StatusOr<std::unique_ptr<SplitEnumerator<NumberSequenceSplit, NumberSequenceSource::EnumState>>>
+absl::StatusOr<
+    std::unique_ptr<SplitEnumerator<NumberSequenceSplit, NumberSequenceSource::EnumState>>>
 NumberSequenceSource::restore_enumerator(SplitEnumeratorContext<NumberSequenceSplit>& context,
                                          EnumState state) const {
   return std::make_unique<StaticSplitEnumerator<NumberSequenceSplit>>(context, std::move(state));

@@ -10,6 +10,10 @@
 #include <sstream>
 #include <string>
 
+#include "absl/status/status.h"
+#include "tests/support/emulators.h"
+#include "tests/support/pubsub_emulator.h"
+
 namespace gcpstream::testing {
 
 // `n` (>= 2) flights shaped like vega-datasets' flights-20k.json, the last two sharing (date,
@@ -26,6 +30,25 @@ inline nlohmann::json Flights(int n) {
   }
   out[n - 1] = out[n - 2];  // the duplicate key
   return out;
+}
+
+// A fresh folder under the system temp folder (named after `prefix`) holding `flights` as
+// flights.json.
+inline std::filesystem::path WriteFlightsFolder(const std::string& prefix,
+                                                const nlohmann::json& flights) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / UniqueId(prefix);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "flights.json") << flights.dump();
+  return dir;
+}
+
+// Topic `topic` of `project` and subscription `subscription` on it.
+inline absl::Status CreateTopicAndSubscription(PubSubEmulatorClient& client,
+                                               const std::string& project, const std::string& topic,
+                                               const std::string& subscription, bool ordering) {
+  if (absl::Status s = client.create_topic(TopicName(project, topic)); !s.ok()) return s;
+  return client.create_subscription(SubscriptionName(project, subscription),
+                                    TopicName(project, topic), ordering);
 }
 
 inline std::string ReadFile(const std::filesystem::path& path) {

@@ -36,17 +36,13 @@ TEST(FlightsPubSubToBigtableIT, StopWhenIdleDrainsTheSubscriptionThenStopsWithAS
   const std::string topic = testing::UniqueId("flights-idle");
   const std::string subscription = topic + "-sub";
   const std::string table = testing::UniqueId("flights");
-  ASSERT_TRUE(client.create_topic(testing::TopicName(kProject, topic)).ok());
-  // Created before pipeline 1 publishes (pipeline 2 would create it only when it starts).
-  ASSERT_TRUE(client
-                  .create_subscription(testing::SubscriptionName(kProject, subscription),
-                                       testing::TopicName(kProject, topic), /*ordering=*/false)
+  // The subscription exists before pipeline 1 publishes (pipeline 2 would create it only when
+  // it starts, too late to receive anything).
+  ASSERT_TRUE(testing::CreateTopicAndSubscription(client, kProject, topic, subscription,
+                                                  /*ordering=*/false)
                   .ok());
-
-  const fs::path dir = fs::temp_directory_path() / testing::UniqueId("pipeline-idle-it");
-  fs::create_directories(dir);
   const nlohmann::json flights = Flights(kRecords);
-  std::ofstream(dir / "flights.json") << flights.dump();
+  const fs::path dir = testing::WriteFlightsFolder("pipeline-idle-it", flights);
   const std::string env = fmt::format(
       "FLIGHTS_FILE='{}' FLIGHTS_TOPIC='{}' FLIGHTS_SUBSCRIPTION='{}' FLIGHTS_TABLE='{}' "
       "GCP_PROJECT='{}' BIGTABLE_INSTANCE='{}' PUBSUB_EMULATOR_HOST='{}' "

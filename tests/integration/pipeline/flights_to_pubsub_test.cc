@@ -33,16 +33,11 @@ TEST(FlightsToPubSubIT, EveryRecordArrivesOnceWithItsOrdinalAndOrderingKey) {
   ASSERT_FALSE(endpoint.empty());
   testing::PubSubEmulatorClient client(endpoint);
   const std::string topic = testing::UniqueId("flights");
-  ASSERT_TRUE(client.create_topic(testing::TopicName(kProject, topic)).ok());
-  ASSERT_TRUE(client
-                  .create_subscription(testing::SubscriptionName(kProject, topic + "-sub"),
-                                       testing::TopicName(kProject, topic), /*ordering=*/true)
+  ASSERT_TRUE(testing::CreateTopicAndSubscription(client, kProject, topic, topic + "-sub",
+                                                  /*ordering=*/true)
                   .ok());
-
-  const fs::path dir = fs::temp_directory_path() / testing::UniqueId("pipeline-it");
-  fs::create_directories(dir);
   const nlohmann::json flights = Flights(kRecords);
-  std::ofstream(dir / "flights.json") << flights.dump();
+  const fs::path dir = testing::WriteFlightsFolder("pipeline-it", flights);
 
   const std::string command = fmt::format(
       "cd '{}' && FLIGHTS_FILE='{}' FLIGHTS_TOPIC='{}' GCP_PROJECT='{}' "
