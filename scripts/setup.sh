@@ -18,7 +18,7 @@ debian_packages=(
   build-essential cmake ccache pkg-config git curl ca-certificates xz-utils
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libre2-dev libyaml-cpp-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev libssl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev libssl-dev zlib1g-dev
   openjdk-17-jre-headless nodejs npm
 )
 # The gcloud emulators. They ship in Google's own apt repository, which must already be

@@ -1,5 +1,10 @@
 #include "gcpstream/connector/client_options.h"
 
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -32,6 +37,24 @@ absl::Status ClientOptions::validate() const {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Whether `pem` holds a private key OpenSSL can decode. Never prompts for a passphrase (an
+// encrypted key is refused), and leaves no error on OpenSSL's queue.
+bool DecodesAsPrivateKey(const std::string& pem) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  if (bio == nullptr) return false;
+  auto no_passphrase = [](char*, int, int, void*) { return 0; };
+  EVP_PKEY* key = PEM_read_bio_PrivateKey(bio, nullptr, no_passphrase, nullptr);
+  BIO_free(bio);
+  ERR_clear_error();
+  if (key == nullptr) return false;
+  EVP_PKEY_free(key);
+  return true;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> ReadServiceAccountKey(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
@@ -57,6 +80,13 @@ absl::StatusOr<std::string> ReadServiceAccountKey(const std::string& path) {
       return absl::FailedPreconditionError(std::string("the service account key file has no \"") +
                                            field + "\" field");
     }
+  }
+  // gRPC accepts a key it cannot decode and then fails every call (the job hung with work in
+  // flight): decode it here, once, so a broken key fails at open.
+  if (!DecodesAsPrivateKey(parsed["private_key"].get<std::string>())) {
+    return absl::FailedPreconditionError(
+        "the service account key file's \"private_key\" does not decode as a PEM private key "
+        "(the file may be truncated or edited; download a new key)");
   }
   return json;
 }

@@ -40,7 +40,19 @@ absl::StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view text) {
   } else {
     return invalid();
   }
-  return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(value * scale)));
+  const double ms = value * scale;
+  // Durations are kept in milliseconds as 64-bit integers: anything beyond about 292 million
+  // years would wrap, and a non-zero value below half a millisecond would read as 0 ("off").
+  if (ms >= 9.2e18) {
+    return absl::InvalidArgumentError(fmt::format(
+        "'{}' is too large to be a duration (the largest is about 106,000,000,000d)", s));
+  }
+  const auto rounded = static_cast<std::int64_t>(std::llround(ms));
+  if (rounded == 0 && value > 0) {
+    return absl::InvalidArgumentError(fmt::format(
+        "'{}' is below the 1ms resolution of durations: write 0 for none, or at least 1ms", s));
+  }
+  return std::chrono::milliseconds(rounded);
 }
 
 std::string FormatDuration(std::chrono::milliseconds d) {

@@ -10,6 +10,7 @@
 #include "gcpstream/api/split_queue_reader.h"
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/pipeline/json_value_scanner.h"
+#include "gcpstream/pipeline/record_json.h"
 #include "gcpstream/runtime/builtin/static_split_enumerator.h"
 #include "gcpstream/util/bytes.h"
 
@@ -116,12 +117,13 @@ class Reader final : public SplitQueueReader<PipelineRecord, FileSplit> {
     const std::string_view text(buffer_.data() + (range.begin - buffer_offset_),
                                 static_cast<std::size_t>(range.end - range.begin));
     PipelineRecord record;
-    try {
-      record.fields = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-      return absl::InvalidArgumentError(fmt::format(
-          "{}: the JSON value at byte {} does not parse: {}", split.path, range.begin, e.what()));
+    auto parsed = ParseRecordJson(text);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: the JSON value at byte {} does not parse: {}", split.path, range.begin,
+                      parsed.status().message()));
     }
+    record.fields = std::move(*parsed);
     if (!record.fields.is_object()) {
       return absl::InvalidArgumentError(
           fmt::format("{}: the JSON value at byte {} is not an object (each record must be one)",

@@ -1,15 +1,18 @@
 // The `sink:` section of a pipeline file.
 #include <fmt/format.h>
 
+#include "gcpstream/bigtable/admin/resource_names.h"
 #include "gcpstream/pipeline/internal/spec_sections.h"
+#include "gcpstream/pubsub/admin/resource_names.h"
 
 namespace gcpstream::pipeline::internal {
 namespace {
 
 void ParseRecovery(YamlMap& m, connector::RecoveryOptions& r) {
-  r.initial_backoff = m.duration("recovery_initial_backoff", r.initial_backoff);
-  r.max_backoff = m.duration("recovery_max_backoff", r.max_backoff);
-  r.max_attempts = static_cast<int>(m.integer("recovery_max_attempts", r.max_attempts));
+  r.initial_backoff = m.duration("recovery_initial_backoff", r.initial_backoff, kShortDelay);
+  r.max_backoff = m.duration("recovery_max_backoff", r.max_backoff, kShortDelay);
+  r.max_attempts =
+      static_cast<int>(m.integer("recovery_max_attempts", r.max_attempts, IntRange{0, 1000}));
 }
 
 std::optional<bigtable::TableCreateOptions> ParseTableCreateOptions(YamlMap& parent) {
@@ -28,8 +31,9 @@ std::optional<bigtable::TableCreateOptions> ParseTableCreateOptions(YamlMap& par
     for (auto it = families.begin(); it != families.end(); ++it) {
       const std::string name = it->first.Scalar();
       YamlMap f(ctx, it->second, m.key_path("column_families") + "." + name);
-      auto versions = f.optional_integer("max_versions", "unset (keep every version)");
-      auto age = f.optional_duration("max_age", "unset");
+      auto versions =
+          f.optional_integer("max_versions", "unset (keep every version)", IntRange::int32_from(1));
+      auto age = f.optional_duration("max_age", "unset", kLongSpan);
       const std::string type =
           f.choice("type", "raw", {"raw", "int64_sum", "int64_min", "int64_max", "int64_hll"});
       f.finish();
@@ -61,6 +65,7 @@ BigtableSinkSpec ParseBigtableSink(YamlMap& m) {
   spec.project = m.required_string("project");
   spec.instance = m.required_string("instance");
   spec.table = m.required_string("table");
+  if (!spec.table.empty()) m.check("table", bigtable::ValidateTableId(spec.table));
   spec.emulator_endpoint = m.optional_string("emulator_endpoint");
   spec.service_account_key_file = m.optional_string("service_account_key_file");
   spec.app_profile_id = m.string("app_profile_id", "");
@@ -69,16 +74,19 @@ BigtableSinkSpec ParseBigtableSink(YamlMap& m) {
   spec.table_create_options = ParseTableCreateOptions(m);
   YamlMap w = m.map("writer_options");
   auto& o = spec.writer_options;
-  o.batch_element_count = w.optional_integer("batch_element_count", "100 (the client's)");
-  o.batch_byte_size = w.optional_integer("batch_byte_size", "20 MiB (the client's)");
-  o.max_in_flight_entries = w.integer("max_in_flight_entries", o.max_in_flight_entries);
-  o.max_in_flight_bytes = w.integer("max_in_flight_bytes", o.max_in_flight_bytes);
-  o.max_consecutive_rejections =
-      static_cast<int>(w.integer("max_consecutive_rejections", o.max_consecutive_rejections));
+  o.batch_element_count =
+      w.optional_integer("batch_element_count", "100 (the client's)", IntRange{1, 19999});
+  o.batch_byte_size = w.optional_integer("batch_byte_size", "20 MiB (the client's)",
+                                         IntRange{1, 100LL * 1024 * 1024 - 1});
+  o.max_in_flight_entries = w.integer("max_in_flight_entries", o.max_in_flight_entries, kCount);
+  o.max_in_flight_bytes = w.integer("max_in_flight_bytes", o.max_in_flight_bytes, kBytes);
+  o.max_consecutive_rejections = static_cast<int>(w.integer(
+      "max_consecutive_rejections", o.max_consecutive_rejections, IntRange::int32_from(-1)));
   ParseRecovery(w, o.recovery);
-  o.destination_idle_timeout = w.duration("destination_idle_timeout", o.destination_idle_timeout);
-  o.max_active_instances =
-      static_cast<int>(w.integer("max_active_instances", o.max_active_instances));
+  o.destination_idle_timeout =
+      w.duration("destination_idle_timeout", o.destination_idle_timeout, kLongSpan);
+  o.max_active_instances = static_cast<int>(
+      w.integer("max_active_instances", o.max_active_instances, IntRange{1, 10000}));
   o.per_destination_metrics = w.boolean("per_destination_metrics", o.per_destination_metrics);
   w.finish();
   return spec;
@@ -91,7 +99,8 @@ std::optional<pubsub::TopicCreateOptions> ParseTopicCreateOptions(YamlMap& paren
   }
   YamlMap m = parent.map("topic_create_options");
   pubsub::TopicCreateOptions options;
-  if (auto retention = m.optional_duration("message_retention", "unset (no topic retention)")) {
+  if (auto retention = m.optional_duration("message_retention", "unset (no topic retention)",
+                                           kPubSubRetention)) {
     options.message_retention = std::chrono::duration_cast<std::chrono::seconds>(*retention);
   }
   options.kms_key_name = m.optional_string("kms_key_name");
@@ -105,6 +114,7 @@ PubSubSinkSpec ParsePubSubSink(YamlMap& m) {
   PubSubSinkSpec spec;
   spec.project = m.required_string("project");
   spec.topic = m.required_string("topic");
+  if (!spec.topic.empty()) m.check("topic", pubsub::ValidateResourceId("topic", spec.topic));
   spec.emulator_endpoint = m.optional_string("emulator_endpoint");
   spec.service_account_key_file = m.optional_string("service_account_key_file");
   spec.create_if_needed = m.choice("create_disposition", "CREATE_IF_NEEDED",
@@ -112,34 +122,38 @@ PubSubSinkSpec ParsePubSubSink(YamlMap& m) {
   spec.topic_create_options = ParseTopicCreateOptions(m);
   YamlMap p = m.map("publisher_options");
   auto& o = spec.publisher_options;
-  o.batch_element_count_threshold =
-      p.integer("batch_element_count_threshold", o.batch_element_count_threshold);
-  o.batch_request_byte_threshold =
-      p.integer("batch_request_byte_threshold", o.batch_request_byte_threshold);
-  o.batch_delay_threshold = p.duration("batch_delay_threshold", o.batch_delay_threshold);
-  o.retry_total_timeout = p.optional_duration("retry_total_timeout", "600s");
-  if (auto attempts = p.optional_integer("retry_max_attempts", "0 (unbounded)")) {
+  o.batch_element_count_threshold = p.integer("batch_element_count_threshold",
+                                              o.batch_element_count_threshold, IntRange{1, 1000});
+  o.batch_request_byte_threshold = p.integer("batch_request_byte_threshold",
+                                             o.batch_request_byte_threshold, IntRange{1, 10000000});
+  o.batch_delay_threshold =
+      p.duration("batch_delay_threshold", o.batch_delay_threshold, kShortDelay);
+  o.retry_total_timeout = p.optional_duration("retry_total_timeout", "600s", kTimeout);
+  if (auto attempts =
+          p.optional_integer("retry_max_attempts", "0 (unbounded)", IntRange::int32_from(0))) {
     o.retry_max_attempts = static_cast<int>(*attempts);
   }
-  o.retry_initial_delay = p.duration("retry_initial_delay", o.retry_initial_delay);
+  o.retry_initial_delay = p.duration("retry_initial_delay", o.retry_initial_delay, kShortDelay);
   o.retry_delay_multiplier = p.number("retry_delay_multiplier", o.retry_delay_multiplier);
-  o.retry_max_delay = p.duration("retry_max_delay", o.retry_max_delay);
+  o.retry_max_delay = p.duration("retry_max_delay", o.retry_max_delay, kShortDelay);
   o.retry_initial_rpc_timeout =
-      p.duration("retry_initial_rpc_timeout", o.retry_initial_rpc_timeout);
+      p.duration("retry_initial_rpc_timeout", o.retry_initial_rpc_timeout, kTimeout);
   o.retry_rpc_timeout_multiplier =
       p.number("retry_rpc_timeout_multiplier", o.retry_rpc_timeout_multiplier);
-  o.retry_max_rpc_timeout = p.duration("retry_max_rpc_timeout", o.retry_max_rpc_timeout);
+  o.retry_max_rpc_timeout = p.duration("retry_max_rpc_timeout", o.retry_max_rpc_timeout, kTimeout);
   o.enable_message_ordering = p.boolean("enable_message_ordering", o.enable_message_ordering);
-  o.max_in_flight_messages = p.integer("max_in_flight_messages", o.max_in_flight_messages);
-  o.max_in_flight_bytes = p.integer("max_in_flight_bytes", o.max_in_flight_bytes);
-  o.max_active_publishers =
-      static_cast<int>(p.integer("max_active_publishers", o.max_active_publishers));
-  o.destination_idle_timeout = p.duration("destination_idle_timeout", o.destination_idle_timeout);
-  o.shutdown_timeout = p.duration("shutdown_timeout", o.shutdown_timeout);
-  o.publish_progress_timeout = p.duration("publish_progress_timeout", o.publish_progress_timeout);
+  o.max_in_flight_messages = p.integer("max_in_flight_messages", o.max_in_flight_messages, kCount);
+  o.max_in_flight_bytes = p.integer("max_in_flight_bytes", o.max_in_flight_bytes, kBytes);
+  o.max_active_publishers = static_cast<int>(
+      p.integer("max_active_publishers", o.max_active_publishers, IntRange{1, 10000}));
+  o.destination_idle_timeout =
+      p.duration("destination_idle_timeout", o.destination_idle_timeout, kLongSpan);
+  o.shutdown_timeout = p.duration("shutdown_timeout", o.shutdown_timeout, kTimeout);
+  o.publish_progress_timeout =
+      p.duration("publish_progress_timeout", o.publish_progress_timeout, kTimeout);
   ParseRecovery(p, o.recovery);
-  o.max_consecutive_rejections =
-      static_cast<int>(p.integer("max_consecutive_rejections", o.max_consecutive_rejections));
+  o.max_consecutive_rejections = static_cast<int>(p.integer(
+      "max_consecutive_rejections", o.max_consecutive_rejections, IntRange::int32_from(-1)));
   o.per_destination_metrics = p.boolean("per_destination_metrics", o.per_destination_metrics);
   p.finish();
   return spec;

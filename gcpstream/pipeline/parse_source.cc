@@ -13,15 +13,16 @@ FileSourceSpec ParseFileSource(YamlMap& m) {
   const std::string format = m.choice("format", "auto", {"auto", "json_lines", "json_array"});
   if (format == "json_lines") spec.format = FileSourceSpec::Format::kJsonLines;
   if (format == "json_array") spec.format = FileSourceSpec::Format::kJsonArray;
-  spec.split_bytes = m.integer("split_bytes", spec.split_bytes);
+  spec.split_bytes = m.integer("split_bytes", spec.split_bytes, kBytes);
   if (spec.split_bytes < 1) {
     m.context().fail(m.mark(), m.key_path("split_bytes"), "must be at least 1");
   }
   return spec;
 }
 
-std::optional<int> OptionalInt(YamlMap& m, const std::string& key, const std::string& def) {
-  auto v = m.optional_integer(key, def);
+std::optional<int> OptionalInt(YamlMap& m, const std::string& key, const std::string& def,
+                               IntRange range) {
+  auto v = m.optional_integer(key, def, range);
   if (!v) return std::nullopt;
   return static_cast<int>(*v);
 }
@@ -50,7 +51,9 @@ PubSubSourceSpec ParsePubSubSource(YamlMap& m) {
         PubSubSourceSpec::SubscriptionCreate create;
         create.topic = c.required_string("topic");
         create.topic_project = c.optional_string("topic_project");
-        create.ack_deadline = c.optional_duration("ack_deadline", "Pub/Sub's (10s)");
+        create.ack_deadline =
+            c.optional_duration("ack_deadline", "Pub/Sub's (10s)",
+                                DurationRange{std::chrono::seconds(10), std::chrono::seconds(600)});
         if (c.has("enable_message_ordering")) {
           create.enable_message_ordering = c.boolean("enable_message_ordering", false);
         } else {
@@ -61,7 +64,8 @@ PubSubSourceSpec ParsePubSubSource(YamlMap& m) {
         } else {
           c.optional_string("retain_acked_messages");
         }
-        create.message_retention = c.optional_duration("message_retention", "Pub/Sub's (7d)");
+        create.message_retention =
+            c.optional_duration("message_retention", "Pub/Sub's (7d)", kPubSubRetention);
         c.finish();
         sub.create = std::move(create);
       } else {
@@ -115,18 +119,22 @@ PubSubSourceSpec ParsePubSubSource(YamlMap& m) {
   YamlMap o = m.map("subscriber_options");
   auto& so = spec.subscriber_options;
   so.flow_control_max_outstanding_element_count =
-      o.optional_integer("flow_control_max_outstanding_element_count", "1000");
+      o.optional_integer("flow_control_max_outstanding_element_count", "1000", kCount);
   so.flow_control_max_outstanding_request_bytes =
-      o.optional_integer("flow_control_max_outstanding_request_bytes", "100000000");
-  so.max_ack_extension_period = o.optional_duration("max_ack_extension_period", "1h");
-  so.parallel_pull_count = OptionalInt(o, "parallel_pull_count", "1");
-  so.shutdown_timeout = o.optional_duration("shutdown_timeout", "5s");
+      o.optional_integer("flow_control_max_outstanding_request_bytes", "100000000", kBytes);
+  so.max_ack_extension_period = o.optional_duration(
+      "max_ack_extension_period", "1h",
+      DurationRange{std::chrono::milliseconds(1), std::chrono::hours(24 * 7), true});
+  so.parallel_pull_count = OptionalInt(o, "parallel_pull_count", "1", IntRange{1, 64});
+  so.shutdown_timeout = o.optional_duration("shutdown_timeout", "5s", kTimeout);
   so.subscriber_buffer_max_messages =
-      o.optional_integer("subscriber_buffer_max_messages", "2 x the element count");
+      o.optional_integer("subscriber_buffer_max_messages", "2 x the element count", kCount);
   so.subscriber_buffer_max_bytes =
-      o.optional_integer("subscriber_buffer_max_bytes", "2 x the request bytes");
-  so.max_records_per_fetch = OptionalInt(o, "max_records_per_fetch", "1000");
-  so.first_checkpoint_timeout = o.optional_duration("first_checkpoint_timeout", "10min");
+      o.optional_integer("subscriber_buffer_max_bytes", "2 x the request bytes", kBytes);
+  so.max_records_per_fetch = OptionalInt(o, "max_records_per_fetch", "1000", IntRange{1, 1000000});
+  so.first_checkpoint_timeout = o.optional_duration(
+      "first_checkpoint_timeout", "10min",
+      DurationRange{std::chrono::milliseconds(1), std::chrono::hours(24 * 7), true});
   o.finish();
   return spec;
 }

@@ -1,6 +1,8 @@
 // The `transform:` section of a pipeline file.
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "gcpstream/pipeline/cell_timestamp.h"
 #include "gcpstream/pipeline/internal/spec_sections.h"
 #include "gcpstream/pipeline/record_template.h"
@@ -127,7 +129,9 @@ TransformSpec ParseTransform(YamlMap m) {
     OrdinalSpec ord;
     ord.attribute = o.optional_string("attribute");
     ord.field = o.optional_string("field");
-    ord.start = o.integer("start", 0);
+    ord.start = o.integer("start", 0,
+                          IntRange{std::numeric_limits<std::int64_t>::min(),
+                                   std::numeric_limits<std::int64_t>::max()});
     if (!ord.attribute && !ord.field) {
       ctx.fail(o.mark(), o.path(), "give attribute (a string attribute) or field (a number)");
     }

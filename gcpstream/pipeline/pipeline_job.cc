@@ -107,6 +107,7 @@ runtime::ExecutionConfig MakeExecutionConfig(const PipelineSpec& spec,
   config.restart_strategy = spec.restart.strategy;
   config.metrics_port = overrides.metrics_port;
   config.restore_from = overrides.restore_from;
+  config.allow_non_restored_state = overrides.allow_non_restored_state;
   return config;
 }
 

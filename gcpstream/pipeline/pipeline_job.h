@@ -23,6 +23,8 @@ struct RunOverrides {
   std::optional<int> metrics_port;
   // A checkpoint or savepoint directory (or a base directory) to continue from.
   std::string restore_from;
+  // Restore even when the checkpoint belongs to another pipeline (see ExecutionConfig).
+  bool allow_non_restored_state = false;
 };
 
 // Operator names of an assembled job, for reading its metrics.

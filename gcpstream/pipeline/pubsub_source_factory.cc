@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gcpstream/pipeline/record_json.h"
 #include "gcpstream/pubsub/source/pubsub_source.h"
 
 namespace gcpstream::pipeline {
@@ -58,15 +59,17 @@ pubsub::StartPosition Start(const PubSubSourceSpec& spec) {
 // JSON is a deserialization failure, handled by deserialization_failure_policy.
 absl::Status ToRecord(const google::pubsub::v1::PubsubMessage& m, Collector<PipelineRecord>& out) {
   PipelineRecord record;
-  auto parsed = nlohmann::json::parse(m.data(), nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) {
+  auto parsed = ParseRecordJson(m.data());
+  if (!parsed.ok()) {
     return absl::InvalidArgumentError(
-        fmt::format("message {} is not JSON ({} bytes of data)", m.message_id(), m.data().size()));
+        fmt::format("message {} is not a JSON record ({} bytes of "
+                    "data): {}",
+                    m.message_id(), m.data().size(), parsed.status().message()));
   }
-  if (parsed.is_object()) {
-    record.fields = std::move(parsed);
+  if (parsed->is_object()) {
+    record.fields = std::move(*parsed);
   } else {
-    record.fields["value"] = std::move(parsed);
+    record.fields["value"] = std::move(*parsed);
   }
   for (const auto& [k, v] : m.attributes()) record.attributes.emplace(k, v);
   record.event_time_ms = m.publish_time().seconds() * 1000 + m.publish_time().nanos() / 1000000;

@@ -34,6 +34,7 @@ ProgressSample SampleProgress(const std::vector<runtime::MetricSample>& metrics)
   for (const auto& m : metrics) {
     const std::string op = Operator(m);
     if (op == kSourceNode && m.name == "numRecordsOut") s.records_in += m.value;
+    if (op == kSourceNode && m.name == "numRecordsInErrors") s.invalid += m.value;
     if (op == kTransformNode && m.name == "numRecordsIn") transform_in += m.value;
     if (op == kTransformNode && m.name == "numRecordsOut") transform_out += m.value;
     if (op != kSinkNode) continue;
@@ -57,6 +58,7 @@ std::string FormatProgress(const ProgressSample& now, const ProgressSample& prev
       fmt::format("in {} ({}/s)  out {} ({}/s)  in-flight {}", Count(now.records_in),
                   Count((now.records_in - previous.records_in) / seconds), Count(now.records_out),
                   Count((now.records_out - previous.records_out) / seconds), Count(now.in_flight));
+  if (now.invalid > 0) line += fmt::format("  invalid {}", Count(now.invalid));
   if (now.send_errors > 0) line += fmt::format("  failed {}", Count(now.send_errors));
   if (run.last_checkpoint_id) {
     line += fmt::format("  checkpoint {} ({} ms)", *run.last_checkpoint_id,
@@ -74,9 +76,9 @@ std::string FormatSummary(const runtime::JobResult& result, const RunObservation
   out +=
       fmt::format("job {} ({}): {}\n", result.job_name, result.job_id,
                   result.status.ok() ? std::string("finished") : fmt::format("{}", result.status));
-  out += fmt::format("  records    in {}, filtered {}, out {}, skipped {}, failed {}\n",
-                     Count(s.records_in), Count(s.filtered), Count(s.records_out), Count(s.skipped),
-                     Count(s.send_errors));
+  out += fmt::format("  records    in {}, invalid {}, filtered {}, out {}, skipped {}, failed {}\n",
+                     Count(s.records_in), Count(s.invalid), Count(s.filtered), Count(s.records_out),
+                     Count(s.skipped), Count(s.send_errors));
   out += fmt::format("  duration   {:.1f} s, throughput {}/s in, {}/s out\n", seconds,
                      Count(s.records_in / seconds), Count(s.records_out / seconds));
   out += fmt::format("  checkpoints {} completed in this run", run.checkpoints_completed);

@@ -16,6 +16,7 @@ namespace gcpstream::pipeline {
 // Totals of a pipeline job read from its metrics (operators "source", "transform", "sink").
 struct ProgressSample {
   double records_in = 0;   // emitted by the source
+  double invalid = 0;      // read by the source but not decodable (numRecordsInErrors)
   double filtered = 0;     // dropped by keep/drop
   double records_out = 0;  // stored by the sink (numRecordsSend)
   double in_flight = 0;    // sent, not yet answered (inFlightMessages / inFlightEntries)

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "gcpstream/pipeline/internal/spec_sections.h"
+#include "gcpstream/pubsub/admin/resource_names.h"
 
 namespace gcpstream::pipeline {
 namespace internal {
@@ -51,12 +52,13 @@ FailureHandlerSpec ParseFailureHandler(YamlContext& ctx, const YAML::Node& node)
     if (type == "dead_letter") {
       spec.project = m.required_string("project");
       spec.topic = m.required_string("topic");
+      if (!spec.topic.empty()) m.check("topic", pubsub::ValidateResourceId("topic", spec.topic));
       spec.emulator_endpoint = m.optional_string("emulator_endpoint");
       spec.service_account_key_file = m.optional_string("service_account_key_file");
-      spec.max_in_flight_messages =
-          static_cast<int>(m.integer("max_in_flight_messages", spec.max_in_flight_messages));
-      spec.flush_timeout = m.duration("flush_timeout", spec.flush_timeout);
-      spec.shutdown_timeout = m.duration("shutdown_timeout", spec.shutdown_timeout);
+      spec.max_in_flight_messages = static_cast<int>(
+          m.integer("max_in_flight_messages", spec.max_in_flight_messages, IntRange{-1, 1000000}));
+      spec.flush_timeout = m.duration("flush_timeout", spec.flush_timeout, kTimeout);
+      spec.shutdown_timeout = m.duration("shutdown_timeout", spec.shutdown_timeout, kTimeout);
     }
     m.finish();
   }
@@ -69,17 +71,23 @@ FailureHandlerSpec ParseFailureHandler(YamlContext& ctx, const YAML::Node& node)
 
 namespace {
 
+using internal::kTimeout;
+
 CheckpointingSpec ParseCheckpointing(YamlMap m) {
   CheckpointingSpec spec;
-  spec.interval = m.duration("interval", spec.interval);
+  spec.interval =
+      m.duration("interval", spec.interval,
+                 DurationRange{std::chrono::milliseconds(10), std::chrono::hours(24 * 7), true});
   spec.dir = m.string("dir", "");
-  spec.timeout = m.duration("timeout", spec.timeout);
-  spec.min_pause_between = m.duration("min_pause_between", spec.min_pause_between);
-  spec.tolerable_failed_checkpoints = static_cast<int>(
-      m.integer("tolerable_failed_checkpoints", spec.tolerable_failed_checkpoints));
+  spec.timeout = m.duration("timeout", spec.timeout, kTimeout);
+  spec.min_pause_between =
+      m.duration("min_pause_between", spec.min_pause_between,
+                 DurationRange{std::chrono::milliseconds(0), std::chrono::hours(24 * 7)});
+  spec.tolerable_failed_checkpoints = static_cast<int>(m.integer(
+      "tolerable_failed_checkpoints", spec.tolerable_failed_checkpoints, IntRange{0, 1000000}));
   const std::string mode = m.choice("mode", "EXACTLY_ONCE", {"EXACTLY_ONCE", "AT_LEAST_ONCE"});
   if (mode == "AT_LEAST_ONCE") spec.mode = runtime::CheckpointingMode::kAtLeastOnce;
-  spec.retained = static_cast<int>(m.integer("retained", spec.retained));
+  spec.retained = static_cast<int>(m.integer("retained", spec.retained, IntRange{1, 1000}));
   m.finish();
   if (spec.retained < 1) {
     m.context().fail(m.mark(), m.key_path("retained"), "must be at least 1");
@@ -93,14 +101,21 @@ RestartSpec ParseRestart(YamlMap m) {
   const std::string type = m.choice("type", "none", {"none", "fixed_delay", "exponential_delay"});
   if (type == "fixed_delay") {
     s.kind = runtime::RestartStrategyKind::kFixedDelay;
-    s.max_attempts = static_cast<int>(m.integer("max_attempts", s.max_attempts));
-    s.delay = m.duration("delay", s.delay);
+    s.max_attempts =
+        static_cast<int>(m.integer("max_attempts", s.max_attempts, IntRange::int32_from(0)));
+    s.delay = m.duration("delay", s.delay,
+                         DurationRange{std::chrono::milliseconds(0), std::chrono::hours(24)});
   } else if (type == "exponential_delay") {
     s.kind = runtime::RestartStrategyKind::kExponentialDelay;
-    s.initial_delay = m.duration("initial_delay", s.initial_delay);
-    s.max_delay = m.duration("max_delay", s.max_delay);
+    s.initial_delay =
+        m.duration("initial_delay", s.initial_delay,
+                   DurationRange{std::chrono::milliseconds(0), std::chrono::hours(24)});
+    s.max_delay = m.duration("max_delay", s.max_delay,
+                             DurationRange{std::chrono::milliseconds(0), std::chrono::hours(24)});
     s.backoff_multiplier = m.number("backoff_multiplier", s.backoff_multiplier);
-    s.reset_after = m.duration("reset_after", s.reset_after);
+    s.reset_after =
+        m.duration("reset_after", s.reset_after,
+                   DurationRange{std::chrono::milliseconds(1), std::chrono::hours(24 * 365)});
   }
   m.finish();
   return spec;
@@ -112,12 +127,24 @@ absl::StatusOr<PipelineSpec> ParsePipelineSpec(const std::string& text,
                                                const std::string& file_name, const EnvLookup& env) {
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    if (documents.size() > 1) {
+      // yaml-cpp's Load() reads the first document and ignores the rest without a word.
+      return absl::InvalidArgumentError(fmt::format(
+          "{}:{}:1: a pipeline file holds one YAML document; this one holds {} (remove the "
+          "'---' separators or split the file)",
+          file_name, documents[1].Mark().is_null() ? 1 : documents[1].Mark().line + 1,
+          documents.size()));
+    }
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(fmt::format("{}:{}:{}: YAML syntax error: {}", file_name,
                                                   e.mark.line + 1, e.mark.column + 1, e.msg));
   }
   YamlContext ctx(file_name, env);
+  // A repeated key would otherwise be read as its first occurrence, silently.
+  ctx.check_duplicate_keys(root, "");
+  if (!ctx.ok()) return ctx.status();
   if (!root.IsMap()) {
     return absl::InvalidArgumentError(fmt::format(
         "{}: a pipeline file is a mapping with the keys name, parallelism, source, transform, "
@@ -127,7 +154,7 @@ absl::StatusOr<PipelineSpec> ParsePipelineSpec(const std::string& text,
   YamlMap top(ctx, root, "");
   PipelineSpec spec;
   spec.name = top.string("name", "pipeline");
-  spec.parallelism = static_cast<int>(top.integer("parallelism", 1));
+  spec.parallelism = static_cast<int>(top.integer("parallelism", 1, IntRange{1, 1024}));
   if (!top.has("source")) ctx.fail(root.Mark(), "source", "required key is missing");
   spec.source = internal::ParseSource(top.map("source"));
   spec.transform = internal::ParseTransform(top.map("transform"));

@@ -4,7 +4,11 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <map>
+#include <optional>
+#include <string_view>
 
 #include "gcpstream/pipeline/duration_text.h"
 
@@ -35,6 +39,44 @@ const char* KindName(const YAML::Node& n) {
   }
 }
 
+// The offset of the first byte that is not part of well-formed UTF-8 (RFC 3629: no overlong
+// forms, no surrogates, nothing above U+10FFFF), if any.
+std::optional<std::size_t> InvalidUtf8At(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = 0;
+    std::uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      n = 1;
+      cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      cp = c & 0x07;
+    } else {
+      return i;
+    }
+    for (std::size_t k = 1; k <= n; ++k) {
+      if (i + k >= s.size()) return i;
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return i;
+    }
+    i += n + 1;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 YamlContext::YamlContext(std::string file,
@@ -54,7 +96,43 @@ void YamlContext::fail(const YAML::Mark& mark, const std::string& path, const st
   std::string where = file_;
   if (!mark.is_null()) where += fmt::format(":{}:{}", mark.line + 1, mark.column + 1);
   status_ = absl::InvalidArgumentError(
-      fmt::format("{}: {}{}", where, path.empty() ? "" : path + ": ", what));
+      fmt::format("{}: {}{}", where, path.empty() ? "" : path + ": ", redact(path, what)));
+}
+
+std::string YamlContext::redact(const std::string& path, std::string text) const {
+  auto it = from_env_.find(path);
+  if (it == from_env_.end()) return text;
+  for (const auto& [value, reference] : it->second) {
+    for (std::size_t at = text.find(value); at != std::string::npos;
+         at = text.find(value, at + reference.size())) {
+      text.replace(at, value.size(), reference);
+    }
+  }
+  return text;
+}
+
+void YamlContext::check_duplicate_keys(const YAML::Node& node, const std::string& path) {
+  if (!ok()) return;
+  if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      check_duplicate_keys(node[i], fmt::format("{}[{}]", path, i));
+    }
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, YAML::Mark> seen;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string();
+    const std::string child = path.empty() ? key : path + "." + key;
+    auto [first, inserted] = seen.emplace(key, it->first.Mark());
+    if (!inserted) {
+      fail(it->first.Mark(), child,
+           fmt::format("duplicate key '{}' (first given at line {}); a key may appear once", key,
+                       first->second.line + 1));
+      return;
+    }
+    check_duplicate_keys(it->second, child);
+  }
 }
 
 std::optional<std::string> YamlContext::substitute(const YAML::Node& scalar,
@@ -84,7 +162,9 @@ std::optional<std::string> YamlContext::substitute(const YAML::Node& scalar,
       name = name.substr(0, sep);
     }
     std::optional<std::string> value = env_(name);
+    const bool from_env = value && !(value->empty() && fallback);
     if (!value || (value->empty() && fallback)) value = fallback;
+    if (from_env && !value->empty()) from_env_[path].emplace_back(*value, "${" + name + "}");
     if (!value) {
       fail(scalar.Mark(), path,
            fmt::format("environment variable {} is not set (write ${{{}:-default}} to give a "
@@ -95,6 +175,13 @@ std::optional<std::string> YamlContext::substitute(const YAML::Node& scalar,
     out += *value;
     i = close;
   }
+  if (auto bad = InvalidUtf8At(out)) {
+    fail(scalar.Mark(), path,
+         fmt::format("the value is not valid UTF-8 (byte {} of the value); pipeline files and "
+                     "the variables they use must be UTF-8",
+                     *bad));
+    return std::nullopt;
+  }
   return out;
 }
 
@@ -104,6 +191,11 @@ YamlMap::YamlMap(YamlContext& ctx, YAML::Node node, std::string path)
     ctx_.fail(node_.Mark(), path_, fmt::format("expected a mapping, got {}", KindName(node_)));
     node_ = YAML::Node();
   }
+}
+
+void YamlMap::check(const std::string& key, const absl::Status& status) {
+  if (status.ok()) return;
+  ctx_.fail(get(key).Mark(), key_path(key), std::string(status.message()));
 }
 
 std::string YamlMap::key_path(const std::string& key) const {
@@ -117,7 +209,7 @@ bool YamlMap::has(const std::string& key) const {
 
 void YamlMap::note(const std::string& key, const std::string& value, const std::string& def,
                    bool set) {
-  ctx_.record(OptionRecord{key_path(key), value, def, set});
+  ctx_.record(OptionRecord{key_path(key), ctx_.redact(key_path(key), value), def, set});
 }
 
 std::optional<std::string> YamlMap::scalar(const std::string& key, const char* expected) {
@@ -179,7 +271,8 @@ std::optional<std::string> YamlMap::optional_choice(const std::string& key,
 }
 
 std::optional<std::int64_t> YamlMap::optional_integer(const std::string& key,
-                                                      const std::string& default_text) {
+                                                      const std::string& default_text,
+                                                      IntRange range) {
   auto v = scalar(key, "an integer");
   note(key, v.value_or(""), default_text, v.has_value());
   if (!v) return std::nullopt;
@@ -187,14 +280,21 @@ std::optional<std::int64_t> YamlMap::optional_integer(const std::string& key,
   char* end = nullptr;
   const long long parsed = std::strtoll(v->c_str(), &end, 10);
   if (v->empty() || end == nullptr || *end != '\0' || errno == ERANGE) {
-    ctx_.fail(get(key).Mark(), key_path(key), fmt::format("expected an integer, got '{}'", *v));
+    ctx_.fail(
+        get(key).Mark(), key_path(key),
+        fmt::format("expected an integer, got '{}' (allowed: {}..{})", *v, range.min, range.max));
+    return std::nullopt;
+  }
+  if (parsed < range.min || parsed > range.max) {
+    ctx_.fail(get(key).Mark(), key_path(key),
+              fmt::format("{} is out of range: allowed {}..{}", parsed, range.min, range.max));
     return std::nullopt;
   }
   return static_cast<std::int64_t>(parsed);
 }
 
-std::int64_t YamlMap::integer(const std::string& key, std::int64_t def) {
-  return optional_integer(key, std::to_string(def)).value_or(def);
+std::int64_t YamlMap::integer(const std::string& key, std::int64_t def, IntRange range) {
+  return optional_integer(key, std::to_string(def), range).value_or(def);
 }
 
 double YamlMap::number(const std::string& key, double def) {
@@ -220,29 +320,37 @@ bool YamlMap::boolean(const std::string& key, bool def) {
   return def;
 }
 
-std::optional<std::chrono::milliseconds> YamlMap::optional_duration(
-    const std::string& key, const std::string& default_text) {
-  auto v = scalar(key, "a duration");
-  note(key, v.value_or(""), default_text, v.has_value());
-  if (!v) return std::nullopt;
-  auto d = ParseDuration(*v);
+std::optional<std::chrono::milliseconds> YamlMap::checked_duration(const std::string& key,
+                                                                   const std::string& text,
+                                                                   DurationRange range) {
+  auto d = ParseDuration(text);
   if (!d.ok()) {
     ctx_.fail(get(key).Mark(), key_path(key), std::string(d.status().message()));
     return std::nullopt;
   }
-  return *d;
+  if ((d->count() == 0 && range.or_zero) || (*d >= range.min && *d <= range.max)) return *d;
+  ctx_.fail(get(key).Mark(), key_path(key),
+            fmt::format("'{}' is out of range: allowed {}{}..{}", text,
+                        range.or_zero ? "0 (off) or " : "", FormatDuration(range.min),
+                        FormatDuration(range.max)));
+  return std::nullopt;
 }
 
-std::chrono::milliseconds YamlMap::duration(const std::string& key, std::chrono::milliseconds def) {
+std::optional<std::chrono::milliseconds> YamlMap::optional_duration(const std::string& key,
+                                                                    const std::string& default_text,
+                                                                    DurationRange range) {
+  auto v = scalar(key, "a duration");
+  note(key, v.value_or(""), default_text, v.has_value());
+  if (!v) return std::nullopt;
+  return checked_duration(key, *v, range);
+}
+
+std::chrono::milliseconds YamlMap::duration(const std::string& key, std::chrono::milliseconds def,
+                                            DurationRange range) {
   auto v = scalar(key, "a duration");
   note(key, v.value_or(FormatDuration(def)), FormatDuration(def), v.has_value());
   if (!v) return def;
-  auto d = ParseDuration(*v);
-  if (!d.ok()) {
-    ctx_.fail(get(key).Mark(), key_path(key), std::string(d.status().message()));
-    return def;
-  }
-  return *d;
+  return checked_duration(key, *v, range).value_or(def);
 }
 
 std::vector<std::string> YamlMap::string_list(const std::string& key) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -47,7 +48,15 @@ class YamlContext {
 
   // The scalar's text with ${VAR} / ${VAR:-default} substituted and "$${" kept as a literal
   // "${". A variable that is unset without a default is an error naming it (and nullopt).
+  // Values taken from the environment are never echoed: messages and describe's listing name
+  // the variable instead (see redact). A value that is not valid UTF-8 is an error at its
+  // position.
   std::optional<std::string> substitute(const YAML::Node& scalar, const std::string& path);
+  // `text` with every value substituted from the environment at `path` replaced by the
+  // reference that produced it (${NAME}).
+  std::string redact(const std::string& path, std::string text) const;
+  // Reports the first key repeated within a mapping, anywhere below `node`.
+  void check_duplicate_keys(const YAML::Node& node, const std::string& path);
 
   const std::string& file() const { return file_; }
 
@@ -56,6 +65,24 @@ class YamlContext {
   std::function<std::optional<std::string>(const std::string&)> env_;
   absl::Status status_;
   std::vector<OptionRecord> options_;
+  // path -> (value from the environment, the ${NAME} that produced it)
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> from_env_;
+};
+
+// The allowed values of an integer option, inclusive.
+struct IntRange {
+  std::int64_t min;
+  std::int64_t max;
+  // Every value an int option (stored in 32 bits) can hold from `min` up.
+  static constexpr IntRange int32_from(std::int64_t min) { return {min, 2'147'483'647}; }
+};
+
+// The allowed values of a duration option, inclusive; `or_zero` also allows 0 (the option's
+// "off", e.g. no checkpointing).
+struct DurationRange {
+  std::chrono::milliseconds min;
+  std::chrono::milliseconds max;
+  bool or_zero = false;
 };
 
 // A strict reader of one YAML mapping. Each getter names a key it allows, converts the value
@@ -86,20 +113,26 @@ class YamlMap {
   std::optional<std::string> optional_choice(const std::string& key,
                                              const std::vector<std::string>& allowed);
 
-  std::int64_t integer(const std::string& key, std::int64_t def);
+  // Integers and durations are always range-checked: a value outside `range` is reported with
+  // the allowed range (never truncated, wrapped or clamped).
+  std::int64_t integer(const std::string& key, std::int64_t def, IntRange range);
   std::optional<std::int64_t> optional_integer(const std::string& key,
-                                               const std::string& default_text);
+                                               const std::string& default_text, IntRange range);
   double number(const std::string& key, double def);
   bool boolean(const std::string& key, bool def);
-  std::chrono::milliseconds duration(const std::string& key, std::chrono::milliseconds def);
+  std::chrono::milliseconds duration(const std::string& key, std::chrono::milliseconds def,
+                                     DurationRange range);
   std::optional<std::chrono::milliseconds> optional_duration(const std::string& key,
-                                                             const std::string& default_text);
+                                                             const std::string& default_text,
+                                                             DurationRange range);
   std::vector<std::string> string_list(const std::string& key);
 
   // A nested mapping (absent: an empty one).
   YamlMap map(const std::string& key);
   // The raw node of a key whose shape the caller checks (lists of mappings, scalar-or-map).
   YAML::Node node(const std::string& key);
+  // Reports a failed validation of the key's value at the key's position.
+  void check(const std::string& key, const absl::Status& status);
 
   // Reports the first key of the mapping no getter asked for, then the first required key that
   // was missing. Call after every getter.
@@ -111,6 +144,10 @@ class YamlMap {
  private:
   // The key's scalar text after substitution, or nullopt when absent (or after an error).
   std::optional<std::string> scalar(const std::string& key, const char* expected);
+  // `text` parsed and checked against `range`; failures are reported at the key.
+  std::optional<std::chrono::milliseconds> checked_duration(const std::string& key,
+                                                            const std::string& text,
+                                                            DurationRange range);
   void report_unknown_keys();
   // Read-only lookup (never inserts into the document).
   YAML::Node get(const std::string& key) const;

@@ -1,10 +1,11 @@
 #include "gcpstream/runtime/checkpoint_coordinator.h"
 
-#include <algorithm>
-#include <utility>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <utility>
 
 #include "gcpstream/runtime/checkpoint_storage.h"
 #include "gcpstream/util/absl_fmt.h"
@@ -76,7 +77,8 @@ void CheckpointCoordinator::trigger_savepoint(
     std::string directory, bool stop, std::function<void(absl::StatusOr<std::string>)> done) {
   std::weak_ptr<bool> alive = alive_;
   services_.coordinator->execute(
-      [this, alive, request = SavepointRequest{std::move(directory), stop, std::move(done)}]() mutable {
+      [this, alive,
+       request = SavepointRequest{std::move(directory), stop, std::move(done)}]() mutable {
         auto a = alive.lock();
         if (!a || !*a) {
           request.done(absl::AbortedError("the job is shutting down"));
@@ -109,8 +111,8 @@ void CheckpointCoordinator::trigger(std::optional<SavepointRequest> savepoint, b
   if (periodic && config.min_pause_between.count() > 0) {
     const auto since = std::chrono::steady_clock::now() - last_completion_;
     if (since < config.min_pause_between) {
-      schedule_periodic(std::chrono::duration_cast<std::chrono::milliseconds>(
-          config.min_pause_between - since));
+      schedule_periodic(
+          std::chrono::duration_cast<std::chrono::milliseconds>(config.min_pause_between - since));
       return;
     }
   }
@@ -127,6 +129,7 @@ void CheckpointCoordinator::trigger(std::optional<SavepointRequest> savepoint, b
   p.checkpoint.id = id;
   p.checkpoint.job_id = services_.job_id;
   p.checkpoint.job_name = services_.job_name;
+  p.checkpoint.operator_identities = services_.operator_identities;
   p.checkpoint.timestamp_ms = p.barrier.timestamp_ms;
   p.checkpoint.is_savepoint = savepoint.has_value();
   p.checkpoint.mode = config.mode;
@@ -161,7 +164,8 @@ void CheckpointCoordinator::trigger(std::optional<SavepointRequest> savepoint, b
           }
           std::string missing;
           for (int i : pending_->awaiting) {
-            missing += (missing.empty() ? "" : ", ") + participants_[static_cast<std::size_t>(i)]->name();
+            missing +=
+                (missing.empty() ? "" : ", ") + participants_[static_cast<std::size_t>(i)]->name();
           }
           abort(id, absl::DeadlineExceededError(fmt::format(
                         "checkpoint {} expired after {} ms before completing; not acknowledged "
@@ -287,13 +291,12 @@ void CheckpointCoordinator::finalize(absl::Status written) {
                 checkpoint->is_savepoint ? "savepoint" : "checkpoint", id,
                 std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
   if (!checkpoint->is_savepoint && !checkpoint->path.empty()) {
-    retained_.push_back(checkpoint->path);
-    const auto keep = static_cast<std::size_t>(std::max(1, services_.config.checkpointing.retained));
-    while (retained_.size() > keep) {
-      absl::Status s = CheckpointStorage::remove(retained_.front());
-      if (!s.ok()) spdlog::warn("job '{}': {}", services_.job_name, s);
-      retained_.pop_front();
-    }
+    // Over the whole job folder: a restored job continues in the folder of the run it restored
+    // from, whose checkpoints (and incomplete leftovers) this attempt never wrote.
+    auto removed = CheckpointStorage::apply_retention(
+        std::filesystem::path(checkpoint->path).parent_path().string(), id,
+        services_.config.checkpointing.retained);
+    if (!removed.ok()) spdlog::warn("job '{}': {}", services_.job_name, removed.status());
   }
   if (on_completed_) on_completed_(checkpoint);
   // Only now that the checkpoint is durable may anything act on it.
@@ -316,8 +319,7 @@ void CheckpointCoordinator::abort(std::int64_t checkpoint_id, absl::Status reaso
   } else {
     ++consecutive_failures_;
     const int tolerable = services_.config.checkpointing.tolerable_failed_checkpoints;
-    spdlog::warn("job '{}': checkpoint {} failed: {}", services_.job_name, checkpoint_id,
-                 reason);
+    spdlog::warn("job '{}': checkpoint {} failed: {}", services_.job_name, checkpoint_id, reason);
     if (consecutive_failures_ > tolerable) {
       services_.fail_job(absl::Status(
           reason.code(), fmt::format("{} ({} consecutive failed checkpoints; "

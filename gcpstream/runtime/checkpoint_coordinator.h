@@ -114,7 +114,6 @@ class CheckpointCoordinator {
   std::optional<std::int64_t> last_completed_id_;
   std::optional<Pending> pending_;
   std::deque<SavepointRequest> savepoint_queue_;
-  std::deque<std::string> retained_;
   std::set<int> finished_;
   std::set<int> exited_;
   bool final_triggered_ = false;

@@ -3,13 +3,16 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <vector>
 
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/runtime/proto/checkpoint.pb.h"
@@ -20,6 +23,17 @@ namespace {
 
 namespace fs = std::filesystem;
 constexpr char kMetadata[] = "_metadata";
+
+// zlib's CRC-32 of `bytes` (chunked: crc32() takes a 32-bit length).
+std::uint32_t Crc32(std::string_view bytes) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  while (!bytes.empty()) {
+    const std::size_t n = std::min<std::size_t>(bytes.size(), 1u << 30);
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(n));
+    bytes.remove_prefix(n);
+  }
+  return static_cast<std::uint32_t>(crc);
+}
 
 absl::Status Errno(const std::string& what, const std::string& path) {
   return absl::InternalError(fmt::format("{} {}: {}", what, path, std::strerror(errno)));
@@ -139,6 +153,11 @@ absl::Status CheckpointStorage::write(const std::string& dir, const CompletedChe
   metadata.set_timestamp_ms(cp.timestamp_ms);
   metadata.set_is_savepoint(cp.is_savepoint);
   metadata.set_mode(ToProto(cp.mode));
+  for (const auto& [uid, identity] : cp.operator_identities) {
+    auto* entry = metadata.add_operator_identities();
+    entry->set_uid(uid);
+    entry->set_identity(identity);
+  }
   for (const auto& [uid, op] : cp.operators) {
     auto* entry = metadata.add_operators();
     entry->set_uid(uid);
@@ -169,9 +188,14 @@ absl::Status CheckpointStorage::write(const std::string& dir, const CompletedChe
       ref->set_subtask_index(subtask);
       ref->set_file_name(file);
       ref->set_size_bytes(bytes.size());
+      ref->set_crc32(Crc32(bytes));
     }
   }
   std::string bytes;
+  if (!metadata.SerializeToString(&bytes)) {
+    return absl::InternalError("cannot serialize checkpoint metadata");
+  }
+  metadata.set_crc32(Crc32(bytes));
   if (!metadata.SerializeToString(&bytes)) {
     return absl::InternalError("cannot serialize checkpoint metadata");
   }
@@ -196,6 +220,16 @@ absl::StatusOr<CompletedCheckpoint> CheckpointStorage::read(const std::string& d
         fmt::format("{} was written in checkpoint format version {}; this build reads version {}",
                     dir, metadata.format_version(), kFormatVersion));
   }
+  // After the version: a future format may sum differently.
+  if (metadata.has_crc32()) {
+    proto::CheckpointMetadata unsummed = metadata;
+    unsummed.clear_crc32();
+    std::string again;
+    if (!unsummed.SerializeToString(&again) || Crc32(again) != metadata.crc32()) {
+      return absl::DataLossError(
+          fmt::format("{}/{} is corrupt: its checksum does not match its content", dir, kMetadata));
+    }
+  }
   CompletedCheckpoint cp;
   cp.id = metadata.checkpoint_id();
   cp.job_id = metadata.job_id();
@@ -205,6 +239,9 @@ absl::StatusOr<CompletedCheckpoint> CheckpointStorage::read(const std::string& d
   cp.mode = metadata.mode() == proto::AT_LEAST_ONCE ? CheckpointingMode::kAtLeastOnce
                                                     : CheckpointingMode::kExactlyOnce;
   cp.path = dir;
+  for (const auto& entry : metadata.operator_identities()) {
+    cp.operator_identities[entry.uid()] = entry.identity();
+  }
   for (const auto& op : metadata.operators()) {
     auto& state = cp.operators[op.uid()];
     state.parallelism = op.parallelism();
@@ -216,7 +253,16 @@ absl::StatusOr<CompletedCheckpoint> CheckpointStorage::read(const std::string& d
             fmt::format("checkpoint {} lacks state file {}", dir, file.file_name()));
       }
       proto::OperatorSubtaskState subtask;
-      if (content->size() != file.size_bytes() || !subtask.ParseFromString(*content)) {
+      if (content->size() != file.size_bytes()) {
+        return absl::DataLossError(fmt::format("state file {} is corrupt: {} bytes, {} expected",
+                                               path, content->size(), file.size_bytes()));
+      }
+      if (file.has_crc32() && Crc32(*content) != file.crc32()) {
+        return absl::DataLossError(fmt::format(
+            "state file {} is corrupt: its CRC-32 is {:08x}, the checkpoint recorded {:08x}", path,
+            Crc32(*content), file.crc32()));
+      }
+      if (!subtask.ParseFromString(*content)) {
         return absl::DataLossError(fmt::format("state file {} is corrupt", path));
       }
       if (subtask.format_version() != kFormatVersion) {
@@ -267,6 +313,41 @@ absl::Status CheckpointStorage::remove(const std::string& dir) {
   fs::remove_all(dir, ec);
   if (ec) return absl::InternalError(fmt::format("cannot remove {}: {}", dir, ec.message()));
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> CheckpointStorage::apply_retention(
+    const std::string& job_dir, std::int64_t completed_id, int retained) {
+  std::error_code ec;
+  std::vector<std::pair<std::int64_t, fs::path>> complete;
+  std::vector<fs::path> remove_now;
+  for (const auto& entry : fs::directory_iterator(job_dir, ec)) {
+    if (!entry.is_directory()) continue;
+    const std::int64_t n = CheckpointNumber(entry.path());
+    if (n < 0 || n > completed_id) continue;  // not a checkpoint, or one still being written
+    if (HasMetadata(entry.path())) {
+      complete.emplace_back(n, entry.path());
+    } else if (n < completed_id) {
+      remove_now.push_back(entry.path());  // abandoned by an attempt that died or aborted it
+    }
+  }
+  if (ec) return absl::InternalError(fmt::format("cannot list {}: {}", job_dir, ec.message()));
+  std::sort(complete.begin(), complete.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (std::size_t i = static_cast<std::size_t>(std::max(1, retained)); i < complete.size(); ++i) {
+    remove_now.push_back(complete[i].second);
+  }
+  std::vector<std::string> removed;
+  absl::Status status;
+  for (const auto& dir : remove_now) {
+    absl::Status s = remove(dir.string());
+    if (s.ok()) {
+      removed.push_back(dir.string());
+    } else {
+      status.Update(s);
+    }
+  }
+  if (!status.ok()) return status;
+  return removed;
 }
 
 absl::StatusOr<std::string> CheckpointStorage::find_restore_point(

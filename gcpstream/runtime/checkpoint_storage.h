@@ -2,6 +2,7 @@
 #define GCPSTREAM_RUNTIME_CHECKPOINT_STORAGE_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -50,6 +51,14 @@ class CheckpointStorage {
   // Removes a checkpoint directory, `_metadata` first so a partial removal is never mistaken
   // for a complete checkpoint.
   static absl::Status remove(const std::string& dir);
+  // Retention over a job's whole checkpoint folder (<base>/<job-id>), not only the checkpoints
+  // this attempt wrote: after checkpoint `completed_id` completed, keeps the `retained` newest
+  // complete chk-<n> (n <= completed_id) and removes the older ones, and removes incomplete
+  // chk-<n> with n < completed_id (left by attempts that died or aborted them). A chk-<n> above
+  // completed_id is never touched. Returns what it removed.
+  static absl::StatusOr<std::vector<std::string>> apply_retention(const std::string& job_dir,
+                                                                  std::int64_t completed_id,
+                                                                  int retained);
 };
 
 }  // namespace gcpstream::runtime

@@ -29,6 +29,9 @@ struct CompletedCheckpoint {
   bool is_savepoint = false;
   CheckpointingMode mode = CheckpointingMode::kExactlyOnce;
   std::map<std::string, OperatorState> operators;  // by operator uid
+  // What each source and sink reads or writes (by operator uid; see OperatorIdentity), so that
+  // a restore can tell a checkpoint of another pipeline from one of this pipeline.
+  std::map<std::string, std::string> operator_identities;
   std::string path;  // its directory, when persisted
 };
 

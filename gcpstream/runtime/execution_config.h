@@ -34,6 +34,10 @@ struct ExecutionConfig {
   // Start from this checkpoint or savepoint: a checkpoint directory, a job directory holding
   // chk-<n> folders, or a base directory of jobs (the latest complete checkpoint is used).
   std::string restore_from;
+  // Restore even when the checkpoint's job name or an operator's identity (what a source or
+  // sink reads or writes) does not match this job: the unmatched operators start without state
+  // (Flink's --allowNonRestoredState). Off: such a restore fails, naming what differs.
+  bool allow_non_restored_state = false;
 };
 
 // Whether finished subtasks wait for a final checkpoint (so committers commit through a

@@ -1,16 +1,18 @@
 #include "gcpstream/runtime/job_runner.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <fstream>
 #include <future>
 #include <random>
 
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
-
 #include "gcpstream/runtime/checkpoint_storage.h"
 #include "gcpstream/runtime/job_attempt.h"
 #include "gcpstream/runtime/prometheus_reporter.h"
+#include "gcpstream/runtime/restore_match.h"
 #include "gcpstream/util/absl_fmt.h"
 
 namespace gcpstream::runtime {
@@ -44,10 +46,10 @@ class RestartTracker {
         if (current_.count() == 0) {
           current_ = strategy_.initial_delay;
         } else {
-          current_ = std::min(strategy_.max_delay,
-                              std::chrono::milliseconds(static_cast<std::int64_t>(
-                                  static_cast<double>(current_.count()) *
-                                  strategy_.backoff_multiplier)));
+          current_ =
+              std::min(strategy_.max_delay,
+                       std::chrono::milliseconds(static_cast<std::int64_t>(
+                           static_cast<double>(current_.count()) * strategy_.backoff_multiplier)));
         }
         ++restarts_;
         return current_;
@@ -126,19 +128,39 @@ JobResult JobRunner::run() {
   if (!config_.restore_from.empty()) {
     auto dir = CheckpointStorage::find_latest(config_.restore_from);
     absl::StatusOr<CompletedCheckpoint> read =
-        dir.ok() ? CheckpointStorage::read(*dir) : absl::StatusOr<CompletedCheckpoint>(dir.status());
+        dir.ok() ? CheckpointStorage::read(*dir)
+                 : absl::StatusOr<CompletedCheckpoint>(dir.status());
     if (!read.ok()) {
       result.status = read.status();
       result.job_id = job_id_;
       return result;
+    }
+    RestoreMismatch mismatch = MatchRestore(*read, job_name_, graph_);
+    if (!mismatch.empty()) {
+      const std::string what = fmt::format(
+          "{} {} ({}) does not match job '{}': {}", read->is_savepoint ? "savepoint" : "checkpoint",
+          read->id, read->path, job_name_, fmt::join(mismatch.differences, "; "));
+      if (!config_.allow_non_restored_state) {
+        result.status = absl::FailedPreconditionError(fmt::format(
+            "{}. Restore it into the job that wrote it, or allow dropping the state that does "
+            "not match (gcpstream run --allow-non-restored-state; "
+            "ExecutionConfig::allow_non_restored_state)",
+            what));
+        result.job_id = job_id_;
+        return result;
+      }
+      spdlog::warn(
+          "job '{}': {}; allow_non_restored_state is set: restoring without the state "
+          "of {}",
+          job_name_, what, fmt::join(mismatch.unmatched_uids, ", "));
+      for (const auto& uid : mismatch.unmatched_uids) read->operators.erase(uid);
     }
     restored = std::make_shared<const CompletedCheckpoint>(std::move(*read));
     // Continuing from a checkpoint keeps the job's identity (and its checkpoint folder); a
     // savepoint starts a new job.
     if (!restored->is_savepoint && !restored->job_id.empty()) job_id_ = restored->job_id;
     spdlog::info("job '{}': restoring from {} {} ({})", job_name_,
-                 restored->is_savepoint ? "savepoint" : "checkpoint", restored->id,
-                 restored->path);
+                 restored->is_savepoint ? "savepoint" : "checkpoint", restored->id, restored->path);
     std::lock_guard lock(mu_);
     latest_ = restored;
   }
@@ -163,6 +185,7 @@ JobResult JobRunner::run() {
     services.attempt_number = attempt_number;
     services.config = config_;
     services.metrics = &metrics_;
+    services.operator_identities = OperatorIdentities(graph_);
     const auto attempt_started = std::chrono::steady_clock::now();
     absl::Status status;
     {

@@ -2,6 +2,7 @@
 #define GCPSTREAM_RUNTIME_JOB_SERVICES_H_
 
 #include <functional>
+#include <map>
 #include <string>
 
 #include "absl/status/status.h"
@@ -23,6 +24,8 @@ struct JobServices {
   int attempt_number = 0;
   ExecutionConfig config;
   MetricRegistry* metrics = nullptr;
+  // What each source and sink reads or writes, by operator uid; recorded in every checkpoint.
+  std::map<std::string, std::string> operator_identities;
   TimerThread* timers = nullptr;
   CoordinatorExecutor* coordinator = nullptr;
   AlignmentCoordinator* alignment = nullptr;

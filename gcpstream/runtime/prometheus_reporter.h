@@ -18,11 +18,12 @@ namespace gcpstream::runtime {
 // of its own (cpp-httplib). Gauges are evaluated on that thread.
 class PrometheusReporter {
  public:
-  // Binds `host:port` (port 0 picks a free port) and starts serving. Errors: UNAVAILABLE when
-  // the port cannot be bound.
+  // Binds `host:port` (port 0 picks a free port) and starts serving. Loopback only by default:
+  // metrics name resources and should not be exposed by accident. Errors: INVALID_ARGUMENT for
+  // a port outside 0..65535, UNAVAILABLE when the port cannot be bound.
   static absl::StatusOr<std::unique_ptr<PrometheusReporter>> start(MetricRegistry& registry,
                                                                    int port,
-                                                                   std::string host = "0.0.0.0");
+                                                                   std::string host = "127.0.0.1");
   ~PrometheusReporter();  // stops serving
 
   int port() const { return port_; }

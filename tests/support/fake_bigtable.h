@@ -14,7 +14,7 @@
 #include "gcpstream/bigtable/admin/table_admin.h"
 #include "gcpstream/bigtable/client/bigtable_stub.h"
 #include "gcpstream/bigtable/client/mutation_batcher.h"
-#include "gcpstream/bigtable/sink/bigtable_writer_core.h"
+#include "gcpstream/bigtable/sink/bigtable_sink_adapter.h"
 
 namespace gcpstream::testing {
 
@@ -56,10 +56,10 @@ class FakeMutationBatcher final : public bigtable::MutationBatcher {
       bigtable::MutationOutcome o;
       o.token = calls_[i].token;
       o.status = status;
-      if (!status.ok()) o.entry = calls_[i].entry;
+      if (!status.ok()) o.element = calls_[i].entry;
       outcomes.push_back(std::move(o));
     }
-    listener_->on_mutated(std::move(outcomes), nullptr);
+    listener_->on_outcomes(std::move(outcomes), nullptr);
   }
   // Completes every pending call with `status`.
   void complete_all(absl::Status status = absl::OkStatus()) {
@@ -214,6 +214,11 @@ class FakeInstanceClientFactory final : public bigtable::InstanceClientFactory {
   std::vector<std::string> opened() {
     std::lock_guard lock(mu_);
     return opened_;
+  }
+  // Every table id a batcher was created for, with its batchers (latest last).
+  std::map<std::string, std::vector<std::shared_ptr<FakeMutationBatcher>>> all() {
+    std::lock_guard lock(mu_);
+    return batchers_;
   }
   std::vector<std::string> closed() {
     std::lock_guard lock(mu_);

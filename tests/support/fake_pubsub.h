@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,12 +30,10 @@ class FakePublisher final : public pubsub::Publisher {
   explicit FakePublisher(std::shared_ptr<pubsub::PublishListener> listener)
       : listener_(std::move(listener)) {}
   void publish(Message&& message, std::uint64_t token) override {
-    std::lock_guard lock(mu_);
-    calls_.push_back({std::move(message), token, false, false});
+    record(std::move(message), token, false);
   }
   void publish_solo(Message&& message, std::uint64_t token) override {
-    std::lock_guard lock(mu_);
-    calls_.push_back({std::move(message), token, true, false});
+    record(std::move(message), token, true);
   }
   void flush() override { flushes_++; }
   void resume_publish(const std::string& key) override {
@@ -86,8 +85,22 @@ class FakePublisher final : public pubsub::Publisher {
   }
   int flushes() const { return flushes_.load(); }
   int shutdowns() const { return shutdowns_.load(); }
+  // Runs on every publish (after recording it), on the caller's thread; lets a test answer at
+  // once.
+  std::function<void(std::size_t index, const Call&)> on_publish;
 
  private:
+  void record(Message&& message, std::uint64_t token, bool solo) {
+    std::size_t index;
+    Call copy;
+    {
+      std::lock_guard lock(mu_);
+      calls_.push_back({std::move(message), token, solo, false});
+      index = calls_.size() - 1;
+      if (on_publish) copy = calls_.back();
+    }
+    if (on_publish) on_publish(index, copy);
+  }
   std::shared_ptr<pubsub::PublishListener> listener_;
   mutable std::mutex mu_;
   std::vector<Call> calls_;
@@ -103,6 +116,7 @@ class FakePublisherFactory final : public pubsub::PublisherFactory {
       std::shared_ptr<pubsub::PublishListener> listener) override {
     std::lock_guard lock(mu_);
     auto publisher = std::make_shared<FakePublisher>(std::move(listener));
+    if (configure) configure(topic.topic, *publisher);
     publishers_[topic.topic].push_back(publisher);
     created_++;
     return std::shared_ptr<pubsub::Publisher>(publisher);
@@ -114,6 +128,13 @@ class FakePublisherFactory final : public pubsub::PublisherFactory {
     return it == publishers_.end() ? nullptr : it->second.back();
   }
   int created() const { return created_.load(); }
+  // Every topic id a publisher was created for, with its publishers (latest last).
+  std::map<std::string, std::vector<std::shared_ptr<FakePublisher>>> all() {
+    std::lock_guard lock(mu_);
+    return publishers_;
+  }
+  // Called for every new publisher (e.g. to install on_publish), under the factory's lock.
+  std::function<void(const std::string& topic, FakePublisher&)> configure;
 
  private:
   std::mutex mu_;

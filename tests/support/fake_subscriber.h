@@ -71,12 +71,14 @@ class FakeSubscriberStub final : public pubsub::SubscriberStub {
       if (hang_acks_) return absl::DeadlineExceededError("fake: acknowledge timed out");
     }
     for (const auto& id : request.ack_ids()) acked_.push_back(id);
+    settle_requests_.push_back({request.ack_ids_size(), request.ByteSizeLong()});
     cv_.notify_all();
     return ack_status_;
   }
   absl::Status modify_ack_deadline(const google::pubsub::v1::ModifyAckDeadlineRequest& request,
                                    std::chrono::milliseconds) override {
     std::lock_guard lock(mu_);
+    settle_requests_.push_back({request.ack_ids_size(), request.ByteSizeLong()});
     for (const auto& id : request.ack_ids()) {
       if (request.ack_deadline_seconds() == 0) {
         nacked_.push_back(id);
@@ -98,6 +100,12 @@ class FakeSubscriberStub final : public pubsub::SubscriberStub {
 
   // Recorded state; read under wait_for's predicate or after the threads stopped.
   std::vector<std::string> acked_, nacked_, extended_;
+  // Every unary Acknowledge / ModifyAckDeadline request: its id count and encoded size.
+  struct SettleRequest {
+    int ids = 0;
+    std::size_t bytes = 0;
+  };
+  std::vector<SettleRequest> settle_requests_;
   int streams_opened_ = 0;
   int reads_waiting_ = 0;
   int last_extension_seconds_ = 0;
@@ -131,9 +139,8 @@ class FakeSubscriberStub final : public pubsub::SubscriberStub {
       // In-stream acknowledgements and deadline changes count like the unary ones.
       for (const auto& id : request.ack_ids()) owner_->acked_.push_back(id);
       for (int i = 0; i < request.modify_deadline_ack_ids_size(); ++i) {
-        const int deadline = i < request.modify_deadline_seconds_size()
-                                 ? request.modify_deadline_seconds(i)
-                                 : 0;
+        const int deadline =
+            i < request.modify_deadline_seconds_size() ? request.modify_deadline_seconds(i) : 0;
         if (deadline == 0) {
           owner_->nacked_.push_back(request.modify_deadline_ack_ids(i));
         } else {

@@ -39,7 +39,8 @@ struct RunState {
   std::condition_variable cv;
   bool finished = false;
   RunObservations observations;
-  bool cancelled_by_user = false;
+  bool cancelled_by_user = false;  // SIGINT
+  bool cancelled_by_term = false;  // a second SIGTERM
   std::thread stopper;  // runs stop_with_savepoint (it blocks until the savepoint completed)
   bool stopping = false;
 };
@@ -121,6 +122,7 @@ int Run(const RunFlags& flags) {
     auto point = pipeline::FindRestorePoint(checkpoint_dir);
     if (point.ok()) {
       overrides.restore_from = *point;
+      overrides.allow_non_restored_state = flags.allow_non_restored_state;
     } else {
       spdlog::info("--restore: {}; starting from the beginning", point.status().message());
     }
@@ -178,6 +180,10 @@ int Run(const RunFlags& flags) {
         }
         if (again) {
           spdlog::info("SIGTERM again: cancelling the job");
+          {
+            std::lock_guard lock(state.mu);
+            state.cancelled_by_term = true;
+          }
           runner->cancel();
         } else {
           RequestStop(*runner, state, savepoint_dir, "SIGTERM");
@@ -252,6 +258,7 @@ int Run(const RunFlags& flags) {
   std::fflush(stdout);
   if (result.status.ok()) return 0;
   if (state.cancelled_by_user && absl::IsCancelled(result.status)) return 130;
+  if (state.cancelled_by_term && absl::IsCancelled(result.status)) return 143;
   return 1;
 }
 

@@ -16,11 +16,13 @@ struct RunFlags {
   std::optional<int> metrics_port;
   std::optional<std::string> stop_when_idle;  // duration text
   std::optional<std::string> savepoint_dir;
+  bool allow_non_restored_state = false;
 };
 
 // `gcpstream run`: assembles the pipeline, runs it with live progress, handles SIGTERM (stop
 // with a savepoint) and SIGINT (cancel), and prints the summary. Returns the exit code:
-// 0 finished (or stopped with a savepoint), 1 failed, 2 bad input, 130 cancelled.
+// 0 finished (or stopped with a savepoint), 1 failed, 2 bad input, 130 cancelled by SIGINT,
+// 143 cancelled by a second SIGTERM.
 int Run(const RunFlags& flags);
 
 // `gcpstream describe`: 0, or 2 with the error on stderr.

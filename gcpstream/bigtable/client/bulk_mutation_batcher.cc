@@ -48,7 +48,7 @@ void BulkMutationBatcher::run(Later& later) {
   for (auto& c : later.calls) c();
   later.calls.clear();
   if (!later.outcomes.empty() || later.spent) {
-    listener_->on_mutated(std::move(later.outcomes), std::move(later.spent));
+    listener_->on_outcomes(std::move(later.outcomes), std::move(later.spent));
     later.outcomes.clear();
     later.spent.reset();
   }

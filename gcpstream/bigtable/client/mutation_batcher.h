@@ -12,33 +12,23 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gcpstream/connector/destinations.h"
+#include "gcpstream/connector/sink_outcome.h"
 #include "google/bigtable/v2/bigtable.pb.h"
 
 namespace gcpstream::bigtable {
 
 using Entry = google::bigtable::v2::MutateRowsRequest::Entry;
 
-// How one entry ended: the caller's token, its status, and — when it failed — the entry itself,
-// handed back so the caller can re-submit or route it.
-struct MutationOutcome {
-  std::uint64_t token = 0;
-  absl::Status status;
-  std::optional<Entry> entry;
-};
+// How one entry ended: the caller's token, its status, and — when it failed — the entry itself
+// (`element`), handed back so the caller can re-submit or route it.
+using MutationOutcome = connector::SinkOutcome<Entry>;
 
 // Receives outcomes, a request's worth at a time, on arbitrary threads, never while the batcher
-// holds its lock. Must be thread-safe and cheap.
-//
-// `spent` owns the finished request's memory (null when there is none to hand over). The
-// listener should drop it on the thread that built the entries: memory freed on the thread that
-// allocated it stays in that thread's malloc cache, while freeing a request's thousands of small
-// blocks on a gRPC thread made allocation on the writer's thread the sink's largest CPU cost
-// (measured with perf on bench/bigtable_write).
-class MutationListener {
- public:
-  virtual ~MutationListener() = default;
-  virtual void on_mutated(std::vector<MutationOutcome> outcomes, std::shared_ptr<void> spent) = 0;
-};
+// holds its lock; must be thread-safe and cheap. `spent` owns the finished request's memory,
+// to be dropped on the thread that built the entries (see connector/sink_outcome.h: freeing a
+// request's thousands of small blocks on a gRPC thread made allocation on the writer's thread
+// the sink's largest CPU cost in bench/bigtable_write).
+using MutationListener = connector::SinkOutcomeListener<Entry>;
 
 // When a batcher sends a request: whichever comes first of the element count, the byte size,
 // the delay, or the next entry carrying the request past Bigtable's 100,000-mutation limit.

@@ -100,18 +100,29 @@ RowMutationEntry& RowMutationEntry::merge_to_cell(std::string_view family,
   return *this;
 }
 
-absl::Status RowMutationEntry::validate() const {
-  if (entry_.mutations_size() == 0) {
-    return absl::InvalidArgumentError(
-        fmt::format("the entry for row '{}' has no mutation", entry_.row_key()));
+absl::Status ValidateEntry(const google::bigtable::v2::MutateRowsRequest::Entry& entry) {
+  // Row keys in messages are cut: a 4 KiB key is not worth a log line.
+  const std::string_view key = std::string_view(entry.row_key()).substr(0, 64);
+  if (entry.row_key().empty()) {
+    return absl::InvalidArgumentError("the entry has an empty row key; Bigtable requires one");
   }
-  if (entry_.mutations_size() > kMaxMutationsPerRequest) {
+  if (entry.row_key().size() > static_cast<std::size_t>(kMaxRowKeyBytes)) {
+    return absl::InvalidArgumentError(
+        fmt::format("the row key starting '{}' is {} bytes; Bigtable accepts at most {}", key,
+                    entry.row_key().size(), kMaxRowKeyBytes));
+  }
+  if (entry.mutations_size() == 0) {
+    return absl::InvalidArgumentError(fmt::format("the entry for row '{}' has no mutation", key));
+  }
+  if (entry.mutations_size() > kMaxMutationsPerRequest) {
     return absl::InvalidArgumentError(fmt::format(
         "the entry for row '{}' carries {} mutations; Bigtable accepts at most {} in one "
         "request",
-        entry_.row_key(), entry_.mutations_size(), kMaxMutationsPerRequest));
+        key, entry.mutations_size(), kMaxMutationsPerRequest));
   }
   return absl::OkStatus();
 }
+
+absl::Status RowMutationEntry::validate() const { return ValidateEntry(entry_); }
 
 }  // namespace gcpstream::bigtable

@@ -13,6 +13,14 @@ namespace gcpstream::bigtable {
 
 // Bigtable refuses more than 100,000 mutations in one MutateRows request (and so in one entry).
 inline constexpr std::int64_t kMaxMutationsPerRequest = 100'000;
+// Bigtable's documented row key limit ("Limits": 4 KiB per row key).
+inline constexpr std::int64_t kMaxRowKeyBytes = 4 * 1024;
+
+// INVALID_ARGUMENT when an entry cannot be sent as it is: an empty row key or one over
+// kMaxRowKeyBytes, no mutation, or more than kMaxMutationsPerRequest mutations. The sink checks
+// it before any RPC (the emulator answers an empty row key with INTERNAL, the service with
+// INVALID_ARGUMENT: checking first makes both a failure of the record).
+absl::Status ValidateEntry(const google::bigtable::v2::MutateRowsRequest::Entry& entry);
 
 // A value for an aggregate cell (add_to_cell / merge_to_cell). The wire variants stay distinct:
 // an INT64 Sum family takes an int64 input; merging accumulator state takes bytes; `raw` is the
@@ -80,8 +88,7 @@ class RowMutationEntry {
   std::int64_t mutation_count() const { return entry_.mutations_size(); }
   // Serialized size of the entry (what the in-flight byte cap counts).
   std::int64_t byte_size() const { return static_cast<std::int64_t>(entry_.ByteSizeLong()); }
-  // INVALID_ARGUMENT when the entry cannot be sent: more than kMaxMutationsPerRequest mutations,
-  // or no mutation at all. Checked by the sink before any RPC.
+  // ValidateEntry of this entry.
   absl::Status validate() const;
 
   // The wire form.

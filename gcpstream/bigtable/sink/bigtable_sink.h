@@ -10,8 +10,10 @@
 #include "gcpstream/api/lineage.h"
 #include "gcpstream/api/sink.h"
 #include "gcpstream/api/status_macros.h"
+#include "gcpstream/bigtable/admin/resource_names.h"
 #include "gcpstream/bigtable/sink/bigtable_serialization_schema.h"
-#include "gcpstream/bigtable/sink/bigtable_writer_core.h"
+#include "gcpstream/bigtable/sink/bigtable_sink_adapter.h"
+#include "gcpstream/connector/async_sink_writer_front.h"
 #include "gcpstream/connector/client_options.h"
 #include "gcpstream/connector/destinations.h"
 #include "gcpstream/connector/failure_handler.h"
@@ -108,6 +110,7 @@ class BigtableSink final : public Sink<T>, public LineageVertexProvider {
         return absl::InvalidArgumentError("BigtableSink needs serializer(...)");
       GCP_RETURN_IF_ERROR(client_.validate());
       GCP_RETURN_IF_ERROR(options_.validate());
+      if (fixed_) GCP_RETURN_IF_ERROR(ValidateTableId(fixed_->table));
       if (disposition_ == CreateDisposition::kCreateIfNeeded && !create_options_) {
         return absl::InvalidArgumentError(
             "create_disposition CREATE_IF_NEEDED requires table_create_options declaring the "
@@ -153,9 +156,16 @@ class BigtableSink final : public Sink<T>, public LineageVertexProvider {
                                  : MakeGrpcInstanceClientFactory(b_.client_, b_.app_profile_,
                                                                  b_.options_.thresholds());
     GCP_RETURN_IF_ERROR(b_.serializer_.open());
-    auto writer =
-        std::make_unique<Writer>(b_.resolver_, b_.serializer_,
-                                 std::make_unique<BigtableWriterCore>(std::move(config), context));
+    auto serialize = [serializer = b_.serializer_](
+                         const T& element,
+                         const SinkWriterContext& context) -> absl::StatusOr<std::optional<Entry>> {
+      GCP_ASSIGN_OR_RETURN(auto entry, connector::CallSerializer<RowMutationEntry>(
+                                           [&] { return serializer.serialize(element, context); }));
+      if (!entry) return std::optional<Entry>();
+      return std::optional<Entry>(std::move(*entry).release());
+    };
+    auto writer = std::make_unique<Writer>(b_.resolver_, std::move(serialize),
+                                           MakeBigtableWriterCore(std::move(config), context));
     GCP_RETURN_IF_ERROR(writer->open());
     return std::unique_ptr<SinkWriter<T>>(std::move(writer));
   }
@@ -169,39 +179,7 @@ class BigtableSink final : public Sink<T>, public LineageVertexProvider {
   }
 
  private:
-  class Writer final : public SinkWriter<T> {
-   public:
-    Writer(connector::DestinationResolver<T, connector::TableDestination> resolver,
-           BigtableSerializationSchema<T> serializer, std::unique_ptr<BigtableWriterCore> core)
-        : resolver_(std::move(resolver)),
-          serializer_(std::move(serializer)),
-          core_(std::move(core)) {}
-    absl::Status open() { return core_->open(); }
-    absl::Status write(const T& element, const SinkWriterContext& context) override {
-      GCP_RETURN_IF_ERROR(core_->before_record());
-      std::optional<connector::TableDestination> table = resolver_(element, context);
-      if (!table) {
-        return absl::FailedPreconditionError(
-            "the Bigtable sink's destination resolver returned no table for a record (a "
-            "configuration error, never routed to the failure handler)");
-      }
-      auto entry = connector::CallSerializer<RowMutationEntry>(
-          [&] { return serializer_.serialize(element, context); });
-      if (!entry.ok()) return core_->route_serialization_failure(*table, entry.status());
-      if (!entry->has_value()) {
-        core_->record_skipped();
-        return absl::OkStatus();
-      }
-      return core_->write(*table, std::move(**entry));
-    }
-    absl::Status flush(bool end_of_input) override { return core_->flush(end_of_input); }
-    absl::Status close() override { return core_->close(); }
-
-   private:
-    connector::DestinationResolver<T, connector::TableDestination> resolver_;
-    BigtableSerializationSchema<T> serializer_;
-    std::unique_ptr<BigtableWriterCore> core_;
-  };
+  using Writer = connector::AsyncSinkWriterFront<T, connector::TableDestination, Entry>;
 
   explicit BigtableSink(Builder b) : b_(std::move(b)) {}
   Builder b_;

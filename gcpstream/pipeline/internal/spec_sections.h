@@ -14,6 +14,21 @@ TransformSpec ParseTransform(YamlMap section);
 SinkSpec ParseSink(YamlMap section);
 FailureHandlerSpec ParseFailureHandler(YamlContext& ctx, const YAML::Node& node);
 
+// Ranges shared by many options. The spec's limits where it gives one (the option's own
+// validation may be stricter); otherwise a bound past any sensible setting, so that a typo or an
+// overflow is reported instead of running with a wrapped value.
+inline constexpr IntRange kCount{1, 1'000'000'000};  // elements, messages, entries
+inline constexpr IntRange kBytes{1, 1LL << 40};      // byte sizes (up to 1 TiB)
+inline constexpr DurationRange kShortDelay{std::chrono::milliseconds(1),
+                                           std::chrono::hours(1)};  // backoffs, batch delays
+inline constexpr DurationRange kTimeout{std::chrono::milliseconds(1),
+                                        std::chrono::hours(24 * 7)};  // timeouts
+inline constexpr DurationRange kLongSpan{std::chrono::milliseconds(1),
+                                         std::chrono::hours(24 * 3650)};  // ages, idle times
+// Pub/Sub message retention, topic or subscription: 10 minutes to 31 days.
+inline constexpr DurationRange kPubSubRetention{std::chrono::minutes(10),
+                                                std::chrono::hours(24 * 31)};
+
 // A YAML scalar as a JSON value: plain scalars that read as numbers or booleans become those;
 // quoted scalars stay text.
 nlohmann::json ScalarJson(const YAML::Node& node, const std::string& text);

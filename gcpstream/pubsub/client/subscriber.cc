@@ -16,6 +16,46 @@ using Clock = std::chrono::steady_clock;
 
 // Google's clients cap one Acknowledge / ModifyAckDeadline request at 2,500 ids.
 constexpr std::size_t kMaxIdsPerRequest = 2500;
+// Ack ids have no documented length bound (they exceed 200 bytes in production), so a request
+// is also cut by encoded size: the service refuses Acknowledge / ModifyAckDeadline requests over
+// 512 KiB (Google's Go client cuts at the same figure). The budget keeps room for the
+// subscription name and the deadline field.
+constexpr std::size_t kMaxSettleRequestBytes = 512 * 1024;
+constexpr std::size_t kSettleRequestBudget = kMaxSettleRequestBytes - 16 * 1024;
+
+// What one id adds to a request's repeated ack_ids field: tag, length varint, bytes.
+std::size_t EncodedIdBytes(const std::string& id) {
+  std::size_t varint = 1;
+  for (std::size_t n = id.size(); n >= 0x80; n >>= 7) ++varint;
+  return 1 + varint + id.size();
+}
+
+// Cuts ids into requests of at most kMaxIdsPerRequest ids and kSettleRequestBudget bytes.
+class RequestCutter {
+ public:
+  // Whether `id` still fits in the request being filled (an empty request takes any id).
+  bool fits(int ids_so_far, const std::string& id) const {
+    if (ids_so_far == 0) return true;
+    return static_cast<std::size_t>(ids_so_far) < kMaxIdsPerRequest &&
+           bytes_ + EncodedIdBytes(id) <= kSettleRequestBudget;
+  }
+  void add(const std::string& id) { bytes_ += EncodedIdBytes(id); }
+  void reset() { bytes_ = 0; }
+
+ private:
+  std::size_t bytes_ = 0;
+};
+
+// Moves ids into ModifyAckDeadline requests cut by RequestCutter.
+void AppendCut(std::vector<google::pubsub::v1::ModifyAckDeadlineRequest>& requests,
+               RequestCutter& cutter, std::string id) {
+  if (requests.empty() || !cutter.fits(requests.back().ack_ids_size(), id)) {
+    requests.emplace_back();
+    cutter.reset();
+  }
+  cutter.add(id);
+  requests.back().add_ack_ids(std::move(id));
+}
 // The adaptive extension's range (Google's clients: 10 s .. 600 s, the service's maximum
 // acknowledgement deadline).
 constexpr std::int64_t kMinExtensionSeconds = 10;
@@ -348,34 +388,47 @@ void Subscriber::settle_loop() {
       }
     }
     const auto now = Clock::now();
-    // Batches to send now.
-    google::pubsub::v1::AcknowledgeRequest ack_request;
-    std::vector<std::shared_ptr<AckWaiter>> waiters;
-    google::pubsub::v1::ModifyAckDeadlineRequest nack_request;
-    google::pubsub::v1::ModifyAckDeadlineRequest extend_request;
+    // Requests to send now, each cut by id count and encoded size.
+    struct AckBatch {
+      google::pubsub::v1::AcknowledgeRequest request;
+      std::vector<std::shared_ptr<AckWaiter>> waiters;
+    };
+    std::vector<AckBatch> ack_batches;
+    std::vector<google::pubsub::v1::ModifyAckDeadlineRequest> nack_requests;
+    std::vector<google::pubsub::v1::ModifyAckDeadlineRequest> extend_requests;
     const bool flush = stopping_ || now >= next_flush || acks_.size() >= kMaxIdsPerRequest ||
                        nacks_.size() >= kMaxIdsPerRequest;
     if (flush) {
-      while (!acks_.empty() &&
-             static_cast<std::size_t>(ack_request.ack_ids_size()) < kMaxIdsPerRequest) {
-        ack_request.add_ack_ids(std::move(acks_.front().ack_id));
-        waiters.push_back(std::move(acks_.front().waiter));
+      // Everything queued goes now, in as many requests as it takes.
+      RequestCutter cutter;
+      while (!acks_.empty()) {
+        if (ack_batches.empty() ||
+            !cutter.fits(ack_batches.back().request.ack_ids_size(), acks_.front().ack_id)) {
+          ack_batches.emplace_back();
+          cutter.reset();
+        }
+        cutter.add(acks_.front().ack_id);
+        ack_batches.back().request.add_ack_ids(std::move(acks_.front().ack_id));
+        ack_batches.back().waiters.push_back(std::move(acks_.front().waiter));
         acks_.pop_front();
       }
-      while (!nacks_.empty() &&
-             static_cast<std::size_t>(nack_request.ack_ids_size()) < kMaxIdsPerRequest) {
-        nack_request.add_ack_ids(std::move(nacks_.front()));
+      cutter.reset();
+      while (!nacks_.empty()) {
+        AppendCut(nack_requests, cutter, std::move(nacks_.front()));
         nacks_.pop_front();
       }
       next_flush = now + settings_.ack_batch_delay;
     }
     std::int64_t expired = 0;
+    int extension_seconds = 0;
     if (now >= next_tick && !stopping_) {
       next_tick = now + kLeaseTick;
       const auto ext = extension_locked();
+      extension_seconds = static_cast<int>(ext.count());
       const auto padding =
           std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(5), ext / 2);
       const bool extend = settings_.max_ack_extension_period.count() > 0;
+      RequestCutter cutter;
       for (auto it = leases_.begin(); it != leases_.end();) {
         auto& lease = it->second;
         if (extend && now - lease.received >= settings_.max_ack_extension_period) {
@@ -385,20 +438,21 @@ void Subscriber::settle_loop() {
           ++expired;
           continue;
         }
-        if (extend && now >= lease.next_extension &&
-            static_cast<std::size_t>(extend_request.ack_ids_size()) < kMaxIdsPerRequest) {
-          extend_request.add_ack_ids(it->first);
+        // Every lease due is extended in this tick, however many there are: a lease left for
+        // a later tick may expire first, and the service then redelivers its message.
+        if (extend && now >= lease.next_extension) {
+          AppendCut(extend_requests, cutter, it->first);
           lease.next_extension = now + ext - padding;
         }
         ++it;
       }
-      extend_request.set_ack_deadline_seconds(static_cast<int>(ext.count()));
     }
     const bool done_stopping = stopping_ && acks_.empty() && nacks_.empty();
-    google::pubsub::v1::ModifyAckDeadlineRequest final_nacks;
+    std::vector<google::pubsub::v1::ModifyAckDeadlineRequest> final_nacks;
     if (done_stopping) {
       // Everything still leased goes back to the service for immediate redelivery.
-      for (auto& [id, lease] : leases_) final_nacks.add_ack_ids(id);
+      RequestCutter cutter;
+      for (auto& [id, lease] : leases_) AppendCut(final_nacks, cutter, id);
       leases_.clear();
       outstanding_bytes_ = 0;
     }
@@ -407,14 +461,14 @@ void Subscriber::settle_loop() {
       leases_expired_.fetch_add(expired);
       flow_cv_.notify_all();
     }
-    if (ack_request.ack_ids_size() > 0) {
-      ack_request.set_subscription(subscription_);
-      absl::Status status = stub_->acknowledge(ack_request, settings_.settle_rpc_timeout);
+    for (auto& batch : ack_batches) {
+      batch.request.set_subscription(subscription_);
+      absl::Status status = stub_->acknowledge(batch.request, settings_.settle_rpc_timeout);
       if (!status.ok()) {
         spdlog::warn("pubsub subscriber {}: acknowledging {} messages failed: {}", subscription_,
-                     ack_request.ack_ids_size(), status);
+                     batch.request.ack_ids_size(), status);
       }
-      for (auto& w : waiters) {
+      for (auto& w : batch.waiters) {
         if (w) w->answer(status);
       }
     }
@@ -428,16 +482,10 @@ void Subscriber::settle_loop() {
                       subscription_, deadline, request.ack_ids_size(), status);
       }
     };
-    modify(nack_request, 0);
-    modify(extend_request, extend_request.ack_deadline_seconds());
+    for (auto& r : nack_requests) modify(r, 0);
+    for (auto& r : extend_requests) modify(r, extension_seconds);
     if (done_stopping) {
-      while (final_nacks.ack_ids_size() > 0) {
-        google::pubsub::v1::ModifyAckDeadlineRequest part;
-        const int n = std::min<int>(final_nacks.ack_ids_size(), kMaxIdsPerRequest);
-        for (int i = 0; i < n; ++i) part.add_ack_ids(final_nacks.ack_ids(i));
-        final_nacks.mutable_ack_ids()->DeleteSubrange(0, n);
-        modify(part, 0);
-      }
+      for (auto& r : final_nacks) modify(r, 0);
       cancel_streams();
       break;
     }

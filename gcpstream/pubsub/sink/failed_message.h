@@ -32,7 +32,9 @@ class FailedMessage final : public connector::FailedElement {
   bool is_service_rejection() const override { return service_rejection_; }
 
   const connector::TopicDestination& topic() const { return topic_; }
-  const std::optional<google::pubsub::v1::PubsubMessage>& pubsub_message() const { return message_; }
+  const std::optional<google::pubsub::v1::PubsubMessage>& pubsub_message() const {
+    return message_;
+  }
 
  private:
   connector::TopicDestination topic_;

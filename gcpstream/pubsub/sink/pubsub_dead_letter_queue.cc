@@ -6,6 +6,7 @@
 
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/connector/bounded_shutdown.h"
+#include "gcpstream/pubsub/admin/resource_names.h"
 #include "gcpstream/pubsub/client/batching_publisher.h"
 #include "gcpstream/pubsub/client/publisher_stub.h"
 #include "gcpstream/pubsub/sink/pubsub_sink.h"
@@ -57,6 +58,7 @@ absl::StatusOr<std::shared_ptr<PubSubDeadLetterQueue>> PubSubDeadLetterQueue::Bu
     const {
   GCP_RETURN_IF_ERROR(error_);
   if (!topic_) return absl::InvalidArgumentError("PubSubDeadLetterQueue needs topic(...)");
+  GCP_RETURN_IF_ERROR(ValidateResourceId("topic", topic_->topic));
   GCP_RETURN_IF_ERROR(client_.validate());
   if (max_in_flight_ < -1) {
     return absl::InvalidArgumentError(
@@ -76,8 +78,15 @@ absl::StatusOr<std::shared_ptr<PubSubDeadLetterQueue>> PubSubDeadLetterQueue::Bu
 google::pubsub::v1::PubsubMessage PubSubDeadLetterQueue::ToMessage(
     const connector::FailedElement& element) {
   google::pubsub::v1::PubsubMessage m;
-  m.set_data(element.payload_bytes());
+  std::string payload = element.payload_bytes();
   auto& a = *m.mutable_attributes();
+  if (payload.size() > kMaxDeadLetterPayloadBytes) {
+    // A dead letter must always fit in a publish request: a payload that cannot is left out
+    // (a cut serialized message would not parse) and its size said instead.
+    a["gcpstream.payload_omitted_bytes"] = std::to_string(payload.size());
+  } else {
+    m.set_data(std::move(payload));
+  }
   a["gcpstream.connector"] = std::string(element.connector());
   a["gcpstream.destination"] = element.describe_destination();
   a["gcpstream.status_code"] = absl::StatusCodeToString(element.status().code());

@@ -86,8 +86,12 @@ class PubSubDeadLetterQueue final : public connector::DeadLetterQueue {
   absl::Status flush() override;
   absl::Status close() override;
 
-  // The message a failed element becomes (exposed for tests).
+  // The message a failed element becomes (exposed for tests): the payload as data, where it
+  // failed and why as gcpstream.* attributes (the error cut at 1 KiB). A payload over
+  // kMaxDeadLetterPayloadBytes is left out, and gcpstream.payload_omitted_bytes gives its size,
+  // so that the dead letter always fits in Pub/Sub's 10 MB publish request.
   static google::pubsub::v1::PubsubMessage ToMessage(const connector::FailedElement& element);
+  static constexpr std::size_t kMaxDeadLetterPayloadBytes = 9'900'000;
 
  private:
   class Listener;

@@ -23,13 +23,13 @@ struct PubSubPublisherOptions {
   // --- publish retries (Google's publisher RetrySettings; see RetrySettings) ---
   // Rejected beside enable_message_ordering: an ordered publisher retries without limit.
   std::optional<std::chrono::milliseconds> retry_total_timeout;  // [600 s]
-  std::optional<int> retry_max_attempts;                          // [0: unbounded]
+  std::optional<int> retry_max_attempts;                         // [0: unbounded]
   std::chrono::milliseconds retry_initial_delay = RetrySettings{}.initial_retry_delay;  // 100 ms
   double retry_delay_multiplier = RetrySettings{}.retry_delay_multiplier;               // x4
   std::chrono::milliseconds retry_max_delay = RetrySettings{}.max_retry_delay;          // 60 s
   std::chrono::milliseconds retry_initial_rpc_timeout = RetrySettings{}.initial_rpc_timeout;  // 5 s
-  double retry_rpc_timeout_multiplier = RetrySettings{}.rpc_timeout_multiplier;              // x4
-  std::chrono::milliseconds retry_max_rpc_timeout = RetrySettings{}.max_rpc_timeout;          // 600 s
+  double retry_rpc_timeout_multiplier = RetrySettings{}.rpc_timeout_multiplier;               // x4
+  std::chrono::milliseconds retry_max_rpc_timeout = RetrySettings{}.max_rpc_timeout;  // 600 s
 
   // --- the writer's own ---
   // Honour ordering keys (per key, in publish order, per writer subtask). [false]

@@ -10,14 +10,16 @@
 #include "gcpstream/api/lineage.h"
 #include "gcpstream/api/sink.h"
 #include "gcpstream/api/status_macros.h"
+#include "gcpstream/connector/async_sink_writer_front.h"
 #include "gcpstream/connector/client_options.h"
 #include "gcpstream/connector/destinations.h"
 #include "gcpstream/connector/failure_handler.h"
 #include "gcpstream/connector/lineage.h"
 #include "gcpstream/connector/serialization.h"
+#include "gcpstream/pubsub/admin/resource_names.h"
 #include "gcpstream/pubsub/client/pubsub_target.h"
 #include "gcpstream/pubsub/sink/pubsub_serialization_schema.h"
-#include "gcpstream/pubsub/sink/pubsub_writer_core.h"
+#include "gcpstream/pubsub/sink/pubsub_sink_adapter.h"
 
 namespace gcpstream::pubsub {
 
@@ -108,6 +110,7 @@ class PubSubSink final : public Sink<T>, public LineageVertexProvider {
         return absl::InvalidArgumentError("PubSubSink needs serializer(...)");
       GCP_RETURN_IF_ERROR(client_.validate());
       GCP_RETURN_IF_ERROR(options_.validate());
+      if (fixed_) GCP_RETURN_IF_ERROR(ValidateResourceId("topic", fixed_->topic));
       if (create_options_ && disposition_ == CreateDisposition::kCreateNever) {
         return absl::InvalidArgumentError(
             "topic_create_options cannot be combined with create_disposition CREATE_NEVER: "
@@ -152,9 +155,13 @@ class PubSubSink final : public Sink<T>, public LineageVertexProvider {
     }
     config.publishers = std::move(clients.publishers);
     config.admin_factory = std::move(clients.admin_factory);
-    auto writer =
-        std::make_unique<Writer>(b_.resolver_, b_.serializer_,
-                                 std::make_unique<PubSubWriterCore>(std::move(config), context));
+    auto serialize = [serializer = b_.serializer_](const T& element,
+                                                   const SinkWriterContext& context) {
+      return connector::CallSerializer<google::pubsub::v1::PubsubMessage>(
+          [&] { return serializer.serialize(element, context); });
+    };
+    auto writer = std::make_unique<Writer>(b_.resolver_, std::move(serialize),
+                                           MakePubSubWriterCore(std::move(config), context));
     GCP_RETURN_IF_ERROR(writer->open());
     return std::unique_ptr<SinkWriter<T>>(std::move(writer));
   }
@@ -170,42 +177,8 @@ class PubSubSink final : public Sink<T>, public LineageVertexProvider {
   const PubSubPublisherOptions& options() const { return b_.options_; }
 
  private:
-  class Writer final : public SinkWriter<T> {
-   public:
-    Writer(connector::DestinationResolver<T, connector::TopicDestination> resolver,
-           PubSubSerializationSchema<T> serializer, std::unique_ptr<PubSubWriterCore> core)
-        : resolver_(std::move(resolver)),
-          serializer_(std::move(serializer)),
-          core_(std::move(core)) {}
-    absl::Status open() { return core_->open(); }
-
-    absl::Status write(const T& element, const SinkWriterContext& context) override {
-      GCP_RETURN_IF_ERROR(core_->before_record());
-      // The destination is resolved before serialization: a record the serializer skips still
-      // needs a resolvable topic, and a serializer failure is reported against it.
-      std::optional<connector::TopicDestination> topic = resolver_(element, context);
-      if (!topic) {
-        return absl::FailedPreconditionError(
-            "the Pub/Sub sink's destination resolver returned no topic for a record (a "
-            "configuration error, never routed to the failure handler)");
-      }
-      auto message = connector::CallSerializer<google::pubsub::v1::PubsubMessage>(
-          [&] { return serializer_.serialize(element, context); });
-      if (!message.ok()) return core_->route_serialization_failure(*topic, message.status());
-      if (!message->has_value()) {
-        core_->record_skipped();
-        return absl::OkStatus();
-      }
-      return core_->publish(*topic, std::move(**message));
-    }
-    absl::Status flush(bool end_of_input) override { return core_->flush(end_of_input); }
-    absl::Status close() override { return core_->close(); }
-
-   private:
-    connector::DestinationResolver<T, connector::TopicDestination> resolver_;
-    PubSubSerializationSchema<T> serializer_;
-    std::unique_ptr<PubSubWriterCore> core_;
-  };
+  using Writer = connector::AsyncSinkWriterFront<T, connector::TopicDestination,
+                                                 google::pubsub::v1::PubsubMessage>;
 
   explicit PubSubSink(Builder b) : b_(std::move(b)) {}
   Builder b_;

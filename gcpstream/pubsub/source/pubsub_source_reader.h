@@ -12,6 +12,7 @@
 #include "gcpstream/api/source_reader_base.h"
 #include "gcpstream/pubsub/source/pubsub_deserialization_schema.h"
 #include "gcpstream/pubsub/source/pubsub_reader_core.h"
+#include "gcpstream/pubsub/source/undecodable_message_log.h"
 
 namespace gcpstream::pubsub {
 
@@ -41,6 +42,11 @@ class PubSubRecordEmitter final : public RecordEmitter<PubSubElement, T, PubSubS
     const auto policy = core_->config().deserialization_failure_policy;
     if (!parsed.ok()) {
       core_->num_records_in_errors().inc_single_writer();
+      if (policy != DeserializationFailurePolicy::kFail) {
+        undecodable_log_.log(received.message.message_id(),
+                             state.split.subscription.resource_name(), parsed,
+                             policy == DeserializationFailurePolicy::kDrop ? "dropped" : "nacked");
+      }
       if (policy == DeserializationFailurePolicy::kFail) {
         core_->nack_now(state.split_id, received.ack_id);
         return absl::Status(
@@ -76,6 +82,7 @@ class PubSubRecordEmitter final : public RecordEmitter<PubSubElement, T, PubSubS
   std::shared_ptr<PubSubReaderCore> core_;
   PubSubDeserializationSchema<T> deserializer_;
   VectorCollector collector_;
+  UndecodableMessageLog undecodable_log_;
 };
 
 // The Pub/Sub source reader: SourceReaderBase over the subscriber buffers, plus the

@@ -11,6 +11,7 @@
 #include "gcpstream/bigtable/sink/failed_mutation.h"
 #include "tests/support/fake_bigtable.h"
 #include "tests/support/fake_contexts.h"
+#include "tests/support/watchdog.h"
 
 namespace gcpstream::bigtable {
 namespace {
@@ -30,38 +31,18 @@ struct Row {
 };
 
 // Ends a test's waits at a deadline (see the file comment).
-class Watchdog {
- public:
-  Watchdog(std::shared_ptr<FakeInstanceClientFactory> factory, std::vector<std::string> tables,
-           std::chrono::milliseconds deadline)
-      : thread_([this, factory, tables = std::move(tables), deadline] {
-          std::unique_lock lock(mu_);
-          if (cv_.wait_for(lock, deadline, [&] { return stopped_; })) return;
-          std::string seen;
-          for (const auto& t : tables) {
-            auto b = factory->latest(t);
-            if (!b) continue;
-            seen += fmt::format(" {}: {} adds, {} pending, {} flushes;", t, b->size(), b->pending(),
-                                b->flushes());
-            b->complete_all(absl::DeadlineExceededError("watchdog"));
-          }
-          ADD_FAILURE() << "the test's deadline passed; batchers:" << seen;
-        }) {}
-  ~Watchdog() {
-    {
-      std::lock_guard lock(mu_);
-      stopped_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
+std::string FailPending(FakeInstanceClientFactory& factory,
+                        const std::vector<std::string>& tables) {
+  std::string seen = "batchers:";
+  for (const auto& t : tables) {
+    auto b = factory.latest(t);
+    if (!b) continue;
+    seen += fmt::format(" {}: {} adds, {} pending, {} flushes;", t, b->size(), b->pending(),
+                        b->flushes());
+    b->complete_all(absl::DeadlineExceededError("watchdog"));
   }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopped_ = false;
-  std::thread thread_;
-};
+  return seen;
+}
 
 class BigtableWriterTest : public ::testing::Test {
  protected:
@@ -131,7 +112,7 @@ class BigtableWriterTest : public ::testing::Test {
   BigtableWriterOptions options_;
   std::shared_ptr<FakeInstanceClientFactory> factory_ =
       std::make_shared<FakeInstanceClientFactory>();
-  Watchdog watchdog_{factory_, {"t1", "t2", "t3"}, 20s};
+  testing::Watchdog watchdog_{20s, [f = factory_] { return FailPending(*f, {"t1", "t2", "t3"}); }};
   testing::TestMailbox mailbox_;
   testing::FakeWriterInitContext context_{mailbox_};
   SinkWriterContext ctx_;
@@ -424,6 +405,38 @@ TEST_F(BigtableWriterTest, AnEntryOverTheMutationLimitIsRefusedBeforeAnyRpc) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("100000"));
   ASSERT_TRUE(w->close().ok());
   ASSERT_TRUE(failing->close().ok());
+}
+
+TEST_F(BigtableWriterTest, ARowKeyTheServiceRefusesIsARecordFailureBeforeAnyRpc) {
+  // Bigtable documents row keys as required and at most 4 KiB; the emulator answers an empty
+  // key with INTERNAL, which would fail the job even under a dropping handler.
+  auto w = writer(builder().failed_mutation_handler(recording_handler()));
+  ASSERT_TRUE(w->write(row(""), ctx_).ok()) << "routed to the handler, which accepts it";
+  ASSERT_TRUE(w->write(row(std::string(kMaxRowKeyBytes + 1, 'k')), ctx_).ok());
+  ASSERT_TRUE(w->write(row(std::string(kMaxRowKeyBytes, 'k')), ctx_).ok()) << "at the limit";
+  ASSERT_EQ(handled_.size(), 2u);
+  EXPECT_EQ(handled_[0].code, absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(handled_[1].code, absl::StatusCode::kInvalidArgument);
+  ASSERT_NE(factory_->latest("t1"), nullptr);
+  EXPECT_EQ(factory_->latest("t1")->size(), 1u) << "only the valid key was sent";
+  factory_->latest("t1")->complete_all();
+  ASSERT_TRUE(w->flush(false).ok());
+  ASSERT_TRUE(w->close().ok());
+}
+
+TEST_F(BigtableWriterTest, AnInvalidTableIdIsAConfigurationErrorNeverARecordFailure) {
+  auto fixed = builder().table(TableDestination::of("p", "i1", "bad/table")).build();
+  ASSERT_FALSE(fixed.ok());
+  EXPECT_THAT(std::string(fixed.status().message()), HasSubstr("'bad/table'"));
+  auto w = writer(builder().failed_mutation_handler(recording_handler()));
+  absl::Status s = w->write(row("k", "no table"), ctx_);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_TRUE(handled_.empty());
+  EXPECT_FALSE(ValidateTableId("").ok());
+  EXPECT_FALSE(ValidateTableId(".hidden").ok());
+  EXPECT_FALSE(ValidateTableId(std::string(51, 't')).ok());
+  EXPECT_TRUE(ValidateTableId("flights_2001-v1.0").ok());
+  ASSERT_TRUE(w->close().ok());
 }
 
 TEST_F(BigtableWriterTest, ASerializerThatThrowsIsASerializationFailure) {

@@ -17,7 +17,7 @@ using testing::FakeBigtableDataStub;
 
 class RecordingListener final : public MutationListener {
  public:
-  void on_mutated(std::vector<MutationOutcome> outcomes, std::shared_ptr<void> spent) override {
+  void on_outcomes(std::vector<MutationOutcome> outcomes, std::shared_ptr<void> spent) override {
     if (spent) spent_requests++;
     {
       std::lock_guard lock(mu_);
@@ -100,7 +100,7 @@ TEST_F(BulkMutationBatcherTest, SendsAtTheElementCountWithTableAndAppProfileOnTh
   stub_->answer_entries(0, {absl::OkStatus(), absl::OkStatus(), absl::OkStatus()});
   auto outcomes = listener_->wait_for(3);
   for (std::uint64_t token : {1, 2, 3}) EXPECT_TRUE(outcomes[token].status.ok());
-  EXPECT_FALSE(outcomes[1].entry.has_value()) << "a success hands nothing back";
+  EXPECT_FALSE(outcomes[1].element.has_value()) << "a success hands nothing back";
   EXPECT_EQ(listener_->spent_requests.load(), 1)
       << "the finished request is handed to the listener to free on its own thread";
   ASSERT_TRUE(b->shutdown().ok());
@@ -168,8 +168,8 @@ TEST_F(BulkMutationBatcherTest, RetriesOnlyTheTransientEntriesAndReportsTheRestP
   auto before = listener_->wait_for(2);
   EXPECT_TRUE(before[10].status.ok());
   EXPECT_EQ(before[12].status.code(), absl::StatusCode::kInvalidArgument);
-  ASSERT_TRUE(before[12].entry.has_value()) << "a failed entry is handed back";
-  EXPECT_EQ(before[12].entry->row_key(), "k2");
+  ASSERT_TRUE(before[12].element.has_value()) << "a failed entry is handed back";
+  EXPECT_EQ(before[12].element->row_key(), "k2");
   stub_->answer_entries(1, {absl::OkStatus()});
   auto after = listener_->wait_for(3);
   EXPECT_TRUE(after[11].status.ok());
@@ -192,7 +192,7 @@ TEST_F(BulkMutationBatcherTest, AWholeCallFailureAppliesToEveryEntry) {
   auto outcomes = listener_->wait_for(2);
   EXPECT_EQ(outcomes[1].status.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(outcomes[2].status.code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_TRUE(outcomes[2].entry.has_value());
+  EXPECT_TRUE(outcomes[2].element.has_value());
   ASSERT_TRUE(b->shutdown().ok());
 }
 
@@ -260,7 +260,7 @@ TEST_F(BulkMutationBatcherTest, ShutdownCancelsEverythingAndReturnsOnceEveryOutc
   auto outcomes = listener_->wait_for(2, 0ms);
   EXPECT_EQ(outcomes[1].status.code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(outcomes[2].status.code(), absl::StatusCode::kCancelled);
-  ASSERT_TRUE(outcomes[2].entry.has_value());
+  ASSERT_TRUE(outcomes[2].element.has_value());
   b->add(MakeEntry("late"), 3);
   auto late = listener_->wait_for(3, 0ms);
   EXPECT_EQ(late[3].status.code(), absl::StatusCode::kCancelled) << "adds after shutdown fail";

@@ -1,9 +1,13 @@
 // Destinations, client options, recovery backoff, bounded shutdown, lineage, serializer calls.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "absl/container/flat_hash_set.h"
@@ -24,14 +28,12 @@ using ::testing::Not;
 TEST(DestinationsTest, ResourceNamesAndIdentity) {
   EXPECT_EQ(TopicDestination::of("p", "t").resource_name(), "projects/p/topics/t");
   EXPECT_EQ(SubscriptionDestination::of("p", "s").resource_name(), "projects/p/subscriptions/s");
-  EXPECT_EQ(TableDestination::of("p", "i", "t").resource_name(),
-            "projects/p/instances/i/tables/t");
+  EXPECT_EQ(TableDestination::of("p", "i", "t").resource_name(), "projects/p/instances/i/tables/t");
   EXPECT_EQ(DatabaseDestination::of("p", "i", "d").resource_name(),
             "projects/p/instances/i/databases/d");
   EXPECT_EQ(BigQueryTableDestination::of("p", "d", "t").resource_name(),
             "projects/p/datasets/d/tables/t");
-  EXPECT_EQ(QueueDestination::of("p", "l", "q").resource_name(),
-            "projects/p/locations/l/queues/q");
+  EXPECT_EQ(QueueDestination::of("p", "l", "q").resource_name(), "projects/p/locations/l/queues/q");
   absl::flat_hash_set<TableDestination> set = {TableDestination::of("p", "i", "a"),
                                                TableDestination::of("p", "i", "a"),
                                                TableDestination::of("p", "j", "a")};
@@ -75,6 +77,47 @@ TEST(ClientOptionsTest, KeyFileErrorsNameNeitherThePathNorTheKey) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(ClientOptionsTest, AKeyWhosePrivateKeyDoesNotDecodeFailsAtOpenNamingNeitherPathNorKey) {
+  // gRPC took such a key and failed every call later: the job hung with work in flight.
+  const auto dir = std::filesystem::temp_directory_path() / "gcpstream-secret-dir-abc";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "broken.json").string();
+  std::ofstream(path)
+      << R"({"type":"service_account","client_email":"a@b.iam.gserviceaccount.com",)"
+      << R"("private_key":"-----BEGIN PRIVATE KEY-----\nTOPSECRET!!notbase64\n)"
+      << R"(-----END PRIVATE KEY-----\n"})";
+  auto read = ReadServiceAccountKey(path);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(read.status().message()), HasSubstr("private_key"));
+  EXPECT_THAT(std::string(read.status().message()), Not(HasSubstr("TOPSECRET")));
+  EXPECT_THAT(std::string(read.status().message()), Not(HasSubstr("secret-dir-abc")));
+  ClientOptions options;
+  ASSERT_TRUE(options.set_service_account_key_file(path).ok());
+  const auto start = std::chrono::steady_clock::now();
+  auto channel = CreateChannel(options, "pubsub.googleapis.com:443");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << "fails fast";
+  ASSERT_FALSE(channel.ok());
+  EXPECT_EQ(channel.status().code(), absl::StatusCode::kFailedPrecondition);
+
+  // A key that decodes passes (an RSA key made here, never a real one).
+  EVP_PKEY* key = EVP_RSA_gen(2048);
+  ASSERT_NE(key, nullptr);
+  BIO* bio = BIO_new(BIO_s_mem());
+  ASSERT_EQ(PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr), 1);
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(bio, &data);
+  nlohmann::json good = {{"type", "service_account"},
+                         {"client_email", "a@b.iam.gserviceaccount.com"},
+                         {"private_key", std::string(data, static_cast<std::size_t>(size))}};
+  BIO_free(bio);
+  EVP_PKEY_free(key);
+  const std::string good_path = (dir / "good.json").string();
+  std::ofstream(good_path) << good.dump();
+  EXPECT_TRUE(ReadServiceAccountKey(good_path).ok());
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ClientOptionsTest, AnEmulatorChannelIsCreatedWithoutCredentials) {
   ClientOptions options;
   ASSERT_TRUE(options.set_emulator_endpoint("127.0.0.1:1").ok());
@@ -88,7 +131,7 @@ TEST(RecoveryBackoffTest, DoublesToTheCapAndStopsAfterMaxAttempts) {
   std::vector<std::int64_t> delays;
   while (auto d = backoff.next()) delays.push_back(d->count());
   EXPECT_EQ(delays, (std::vector<std::int64_t>{500, 1000, 2000, 4000, 8000, 10000, 10000, 10000,
-                                                10000, 10000}));
+                                               10000, 10000}));
 }
 
 TEST(RecoveryBackoffTest, JitterStaysWithinPlusMinusTwentyFivePercent) {
@@ -152,9 +195,8 @@ TEST(SerializationTest, SkipsValuesAndThrowsAreDistinguished) {
   auto skipped = CallSerializer<int>([] { return std::optional<int>(); });
   ASSERT_TRUE(skipped.ok());
   EXPECT_FALSE(skipped->has_value());
-  auto thrown = CallSerializer<int>([]() -> std::optional<int> {
-    throw std::runtime_error("field 'date' missing");
-  });
+  auto thrown = CallSerializer<int>(
+      []() -> std::optional<int> { throw std::runtime_error("field 'date' missing"); });
   ASSERT_FALSE(thrown.ok());
   EXPECT_THAT(std::string(thrown.status().message()), HasSubstr("field 'date' missing"));
 }

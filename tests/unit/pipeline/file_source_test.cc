@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 
+#include "gcpstream/pipeline/record_json.h"
 #include "gcpstream/runtime/builtin/collect_sink.h"
 #include "gcpstream/runtime/stream_execution_environment.h"
 #include "tests/support/emulators.h"
@@ -171,6 +172,41 @@ TEST(FileSource, MalformedFramingAndNonObjectsFail) {
   EXPECT_THAT(std::string(second.status().message()), HasSubstr("byte 8 is not an object"));
 }
 
+TEST(FileSource, DeeplyNestedJsonFailsNamingTheByteOffsetInsteadOfCrashing) {
+  // 100,000 nested arrays overflowed the stack (SIGSEGV) before nesting was capped.
+  FileSourceSpec spec;
+  const std::string nested = std::string(100'000, '[') + std::string(100'000, ']');
+  spec.path = WriteFile("deep.jsonl", "{\"a\":1}\n{\"origin\":\"X\",\"d\":" + nested + "}\n");
+  auto splits = PlanFileSplits(spec);
+  ASSERT_TRUE(splits.ok()) << splits.status();
+  FileSource source(spec);
+  testing::TestMailbox mailbox;
+  testing::FakeReaderContext ctx(mailbox);
+  auto reader = *source.create_reader(ctx);
+  ASSERT_TRUE(reader->add_splits(*splits).ok());
+  testing::RecordingReaderOutput<PipelineRecord> out;
+  EXPECT_TRUE(reader->poll_next(out).ok());
+  auto second = reader->poll_next(out);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(second.status().message()), HasSubstr("at byte 8"));
+  EXPECT_THAT(std::string(second.status().message()), HasSubstr("nested deeper than 256"));
+}
+
+TEST(RecordJson, NestingAtTheCapParsesAndBracketsInsideStringsDoNotCount) {
+  const std::string at_cap = std::string(256, '[') + std::string(256, ']');
+  EXPECT_TRUE(ParseRecordJson(at_cap).ok());
+  EXPECT_FALSE(ParseRecordJson("[" + at_cap + "]").ok());
+  const std::string in_string = "{\"s\":\"" + std::string(1000, '[') + "\\\"\"}";
+  auto parsed = ParseRecordJson(in_string);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ((*parsed)["s"].get<std::string>().size(), 1001u);
+  EXPECT_EQ(ParseRecordJson("{\"delay\": NaN}").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(ParseRecordJson("\xff\xfe").ok()) << "bytes that are not UTF-8";
+  EXPECT_FALSE(ParseRecordJson("").ok());
+}
+
 TEST(FileSource, EmptyFileHasNoSplits) {
   FileSourceSpec spec;
   spec.path = WriteFile("empty.json", "  \n");
@@ -196,6 +232,54 @@ TEST(FileSource, RunsAsAJobAtParallelismTwo) {
     EXPECT_TRUE(seen.insert(*r.ordinal).second) << "duplicate ordinal " << *r.ordinal;
   }
   EXPECT_EQ(seen.size(), 500u);
+}
+
+// Runs a file-source job with checkpoints into `checkpoints`, optionally restoring from it.
+runtime::JobResult RunFileJob(const std::string& path, const std::string& checkpoints, bool restore,
+                              bool allow_non_restored_state,
+                              std::shared_ptr<CollectSink<PipelineRecord>> sink) {
+  FileSourceSpec spec;
+  spec.path = path;
+  StreamExecutionEnvironment env;
+  env.config().checkpointing.interval = std::chrono::milliseconds(20);
+  env.config().checkpointing.directory = checkpoints;
+  if (restore) {
+    env.config().restore_from = checkpoints;
+    env.config().allow_non_restored_state = allow_non_restored_state;
+  }
+  env.from_source(std::make_shared<FileSource>(spec),
+                  WatermarkStrategy<PipelineRecord>::no_watermarks(), "source")
+      .uid("source")
+      .sink_to(sink, "collect");
+  return env.execute("restore-identity");
+}
+
+TEST(FileSource, RestoringACheckpointOfAnotherFileFailsUnlessAllowed) {
+  // Editing source.path and restoring used to read the old file's positions into the new one
+  // silently (and exit 0).
+  const std::string first = WriteFile("first.jsonl", JsonLines(50));
+  const std::string second = WriteFile("second.jsonl", JsonLines(70));
+  const std::string checkpoints = (fs::temp_directory_path() / testing::UniqueId("chk")).string();
+  auto sink = std::make_shared<CollectSink<PipelineRecord>>();
+  auto done = RunFileJob(first, checkpoints, false, false, sink);
+  ASSERT_TRUE(done.status.ok()) << done.status;
+  ASSERT_TRUE(done.last_completed_checkpoint.has_value()) << "the final checkpoint";
+
+  auto refused = RunFileJob(second, checkpoints, true, false, sink);
+  EXPECT_EQ(refused.status.code(), absl::StatusCode::kFailedPrecondition) << refused.status;
+  EXPECT_THAT(std::string(refused.status.message()), HasSubstr(first));
+  EXPECT_THAT(std::string(refused.status.message()), HasSubstr(second));
+  EXPECT_THAT(std::string(refused.status.message()), HasSubstr("allow-non-restored-state"));
+
+  auto fresh = std::make_shared<CollectSink<PipelineRecord>>();
+  auto allowed = RunFileJob(second, checkpoints, true, true, fresh);
+  ASSERT_TRUE(allowed.status.ok()) << allowed.status;
+  EXPECT_EQ(fresh->collected()->snapshot().size(), 70u)
+      << "the source's state was dropped: the new file is read from its start";
+
+  auto same = std::make_shared<CollectSink<PipelineRecord>>();
+  auto again = RunFileJob(second, checkpoints, true, false, same);
+  EXPECT_TRUE(again.status.ok()) << "a checkpoint of the same pipeline restores: " << again.status;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@ namespace gcpstream::pipeline {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const char kMinimal[] = R"(name: t
 source:
@@ -89,6 +90,95 @@ TEST(SpecParser, WrongTypeNamesKeyLineAndExpectedType) {
   ASSERT_FALSE(spec.ok());
   EXPECT_THAT(std::string(spec.status().message()),
               HasSubstr("checkpointing.interval: '5 parsecs' is not a duration"));
+}
+
+TEST(SpecParser, DurationsThatOverflowOrRoundToOffAreRefusedWithTheAllowedRange) {
+  // Each of these used to run: the first two with checkpointing silently off, the last with
+  // a checkpoint storm of about 290 per second from a wrapped interval.
+  for (const char* bad : {"999999999999999d", "0.4ms", "200000d", "5ms"}) {
+    auto spec = Parse(std::string(kMinimal) + "checkpointing:\n  interval: " + bad + "\n");
+    ASSERT_FALSE(spec.ok()) << bad;
+    const std::string msg(spec.status().message());
+    EXPECT_THAT(msg, HasSubstr("p.yaml:15:13: checkpointing.interval:")) << bad;
+  }
+  auto spec = Parse(std::string(kMinimal) + "checkpointing:\n  interval: 200000d\n");
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr("'200000d' is out of range: allowed 0 (off) or 10ms..7d"));
+  spec = Parse(std::string(kMinimal) + "checkpointing:\n  interval: 0.4ms\n");
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("below the 1ms resolution"));
+  spec = Parse(std::string(kMinimal) + "checkpointing:\n  interval: 999999999999999d\n");
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("too large"));
+  EXPECT_TRUE(Parse(std::string(kMinimal) + "checkpointing:\n  interval: 0\n").ok())
+      << "0 still means off";
+  EXPECT_TRUE(Parse(std::string(kMinimal) + "checkpointing:\n  interval: 10ms\n").ok());
+}
+
+TEST(SpecParser, IntegersOutsideTheirRangeAreRefusedNotTruncated) {
+  // 4294967297 = 2^32 + 1 used to run with parallelism 1.
+  for (const char* bad : {"4294967297", "0", "-3", "99999999999999999999"}) {
+    auto spec = Parse(std::string(kMinimal) + "parallelism: " + bad + "\n");
+    ASSERT_FALSE(spec.ok()) << bad;
+    EXPECT_THAT(std::string(spec.status().message()), HasSubstr("p.yaml:14:14: parallelism:"))
+        << bad;
+  }
+  auto spec = Parse(std::string(kMinimal) + "parallelism: 4294967297\n");
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr("4294967297 is out of range: allowed 1..1024"));
+  spec = Parse(std::string(kMinimal) + "checkpointing:\n  retained: 2147483648\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("allowed 1..1000"));
+}
+
+TEST(SpecParser, AValueFromTheEnvironmentIsNeverEchoedInAnError) {
+  auto spec = Parse(std::string(kMinimal) + "checkpointing:\n  mode: ${MODE}\n",
+                    {{"MODE", "hunter2-secret"}});
+  ASSERT_FALSE(spec.ok());
+  const std::string msg(spec.status().message());
+  EXPECT_THAT(msg, HasSubstr("p.yaml:15:9: checkpointing.mode:"));
+  EXPECT_THAT(msg, HasSubstr("${MODE}")) << "the variable is named";
+  EXPECT_THAT(msg, Not(HasSubstr("hunter2"))) << "its value is not";
+}
+
+TEST(SpecParser, DuplicateKeysAndExtraDocumentsAreRefused) {
+  auto spec = Parse(std::string(kMinimal) + "parallelism: 2\nparallelism: 3\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr("p.yaml:15:1: parallelism: duplicate key 'parallelism' (first given at "
+                        "line 14)"));
+  spec = Parse(std::string(kMinimal) + "---\nname: other\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("holds 2"));
+  spec = Parse(std::string(kMinimal) + "checkpointing:\n  interval: 1s\n  interval: 2s\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("checkpointing.interval: duplicate"));
+}
+
+TEST(SpecParser, AValueThatIsNotUtf8IsRefusedAtItsPosition) {
+  std::string text = kMinimal;
+  const auto at = text.find("topic: t1x");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 10, "topic: t1\xff\xfex");
+  auto spec = Parse(text);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("p.yaml:11:10: sink.topic:"));
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("not valid UTF-8"));
+  std::string named = kMinimal;
+  named.replace(0, 7, "name: ${NAME}");
+  spec = Parse(named, {{"NAME", "caf\xc3"}});
+  ASSERT_FALSE(spec.ok()) << "a truncated sequence from the environment";
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("not valid UTF-8"));
+  named = kMinimal;
+  named.replace(0, 7, "name: caf\xc3\xa9 \xe2\x82\xac");
+  EXPECT_TRUE(Parse(named).ok()) << "well-formed UTF-8 is fine";
+}
+
+TEST(SpecParser, AnInvalidTopicIdIsRefusedAtItsPosition) {
+  std::string text = kMinimal;
+  text.replace(text.find("topic: t1x"), 10, "topic: t1");
+  auto spec = Parse(text);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr("p.yaml:11:10: sink.topic: 't1' is not a valid Pub/Sub topic id"));
 }
 
 TEST(SpecParser, ValueOutsideItsChoicesListsTheAllowedValues) {

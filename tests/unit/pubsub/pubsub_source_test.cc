@@ -613,3 +613,25 @@ TEST_F(PubSubReaderTest, TwoSubscriptionsOnOneReaderAreBothConsumed) {
 
 }  // namespace
 }  // namespace gcpstream::pubsub
+
+namespace gcpstream::pubsub {
+namespace {
+
+TEST(UndecodableMessageLogTest, LogsTheFirstAtOnceThenAtMostOneLinePerIntervalWithACount) {
+  auto now = std::chrono::steady_clock::time_point() + std::chrono::hours(1);
+  UndecodableMessageLog log(std::chrono::seconds(10), [&] { return now; });
+  const absl::Status cause = absl::InvalidArgumentError("not JSON");
+  EXPECT_TRUE(log.log("m1", "projects/p/subscriptions/s", cause, "dropped"))
+      << "a single bad message is never silent";
+  for (int i = 0; i < 500; ++i) {
+    now += std::chrono::milliseconds(10);
+    EXPECT_FALSE(log.log("m", "projects/p/subscriptions/s", cause, "dropped"));
+  }
+  EXPECT_EQ(log.unreported(), 500);
+  now += std::chrono::seconds(6);  // 11 s after the first line
+  EXPECT_TRUE(log.log("m502", "projects/p/subscriptions/s", cause, "dropped"));
+  EXPECT_EQ(log.unreported(), 0) << "the line reported the 500 held back";
+}
+
+}  // namespace
+}  // namespace gcpstream::pubsub

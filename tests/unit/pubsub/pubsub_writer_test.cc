@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "gcpstream/pubsub/admin/resource_names.h"
 #include "gcpstream/pubsub/sink/failed_message.h"
 #include "gcpstream/pubsub/sink/pubsub_dead_letter_queue.h"
 #include "gcpstream/pubsub/sink/pubsub_sink.h"
@@ -95,24 +96,25 @@ TEST_F(PubSubWriterTest, ASkippedRecordIsCountedAndNeitherPublishedNorFailed) {
         ++handled;
         return absl::OkStatus();
       })));
-  ASSERT_TRUE(w->write({"t1", "skip"}, ctx_).ok());
+  ASSERT_TRUE(w->write({"topic-1", "skip"}, ctx_).ok());
   EXPECT_EQ(metric("recordsSkipped"), 1);
   EXPECT_EQ(metric("numRecordsSend"), 0);
   EXPECT_EQ(handled, 0);
-  EXPECT_EQ(factory_->latest("t1"), nullptr) << "the resolver ran, but nothing was published";
+  EXPECT_EQ(factory_->latest("topic-1"), nullptr) << "the resolver ran, but nothing was published";
   ASSERT_TRUE(w->close().ok());
 }
 
 TEST_F(PubSubWriterTest, TheCountCapBackpressuresUntilACompletionArrives) {
   options_.max_in_flight_messages = 3;
   auto w = writer(builder());
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(w->write({"t1", "m" + std::to_string(i)}, ctx_).ok());
-  auto publisher = factory_->latest("t1");
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(w->write({"topic-1", "m" + std::to_string(i)}, ctx_).ok());
+  auto publisher = factory_->latest("topic-1");
   ASSERT_EQ(publisher->size(), 3u);
   const int flushes_before = publisher->flushes();
   auto completer = later(50ms, [&] { publisher->complete(0, std::string("id")); });
   const auto start = std::chrono::steady_clock::now();
-  ASSERT_TRUE(w->write({"t1", "m3"}, ctx_).ok());
+  ASSERT_TRUE(w->write({"topic-1", "m3"}, ctx_).ok());
   completer.join();
   EXPECT_GE(std::chrono::steady_clock::now() - start, 40ms) << "the 4th write did not wait";
   EXPECT_GT(publisher->flushes(), flushes_before) << "blocking at the cap sends the batch first";
@@ -128,8 +130,9 @@ TEST_F(PubSubWriterTest, TheByteCapBindsFarBelowTheCountCapAndAnOversizedMessage
   options_.max_in_flight_bytes = 100;
   options_.publish_progress_timeout = 200ms;
   auto w = writer(builder());
-  ASSERT_TRUE(w->write({"t1", std::string(5000, 'x')}, ctx_).ok()) << "admitted on an empty writer";
-  absl::Status s = w->write({"t1", "small"}, ctx_);
+  ASSERT_TRUE(w->write({"topic-1", std::string(5000, 'x')}, ctx_).ok())
+      << "admitted on an empty writer";
+  absl::Status s = w->write({"topic-1", "small"}, ctx_);
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << "1 message in flight, yet full";
   EXPECT_THAT(std::string(s.message()), HasSubstr("publish_progress_timeout"));
   ASSERT_TRUE(w->close().ok());
@@ -137,8 +140,8 @@ TEST_F(PubSubWriterTest, TheByteCapBindsFarBelowTheCountCapAndAnOversizedMessage
 
 TEST_F(PubSubWriterTest, FlushWaitsForEveryPublish) {
   auto w = writer(builder());
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(w->write({"t1", "m"}, ctx_).ok());
-  auto publisher = factory_->latest("t1");
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(w->write({"topic-1", "m"}, ctx_).ok());
+  auto publisher = factory_->latest("topic-1");
   auto completer = later(60ms, [&] { publisher->complete_all(); });
   const auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(w->flush(false).ok());
@@ -150,13 +153,13 @@ TEST_F(PubSubWriterTest, FlushWaitsForEveryPublish) {
 
 TEST_F(PubSubWriterTest, AFailureCapturedInACallbackSurvivesToTheNextCall) {
   auto w = writer(builder());
-  ASSERT_TRUE(w->write({"t1", "m"}, ctx_).ok());
-  auto publisher = factory_->latest("t1");
+  ASSERT_TRUE(w->write({"topic-1", "m"}, ctx_).ok());
+  auto publisher = factory_->latest("topic-1");
   publisher->complete(0, absl::PermissionDeniedError("no publish permission"));
   ASSERT_TRUE(mailbox_.drain().ok());  // the completion mail runs
-  absl::Status s = w->write({"t1", "next"}, ctx_);
+  absl::Status s = w->write({"topic-1", "next"}, ctx_);
   EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("projects/p/topics/t1"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("projects/p/topics/topic-1"));
   EXPECT_EQ(w->flush(false).code(), absl::StatusCode::kPermissionDenied)
       << "and is still reported at the barrier";
   ASSERT_TRUE(w->close().ok());
@@ -171,8 +174,9 @@ TEST_F(PubSubWriterTest, IsolationPassRoutesOnlyTheMessageTheServiceRefusesAlone
         handled.push_back(m.data());
         return absl::OkStatus();
       })));
-  for (const char* d : {"good-1", "bad", "good-2"}) ASSERT_TRUE(w->write({"t1", d}, ctx_).ok());
-  auto publisher = factory_->latest("t1");
+  for (const char* d : {"good-1", "bad", "good-2"})
+    ASSERT_TRUE(w->write({"topic-1", d}, ctx_).ok());
+  auto publisher = factory_->latest("topic-1");
   // The batch was rejected as a whole, every message with the same status.
   for (int i = 0; i < 3; ++i) {
     publisher->complete(i, absl::InvalidArgumentError("invalid attribute in batch"));
@@ -211,9 +215,9 @@ TEST_F(PubSubWriterTest, AMissingTopicIsCreatedWithTheOptionsAndTheMessagesRepub
   create.message_retention = std::chrono::hours(24);
   create.kms_key_name = "projects/p/locations/l/keyRings/r/cryptoKeys/k";
   auto w = writer(builder().topic_create_options(create));
-  ASSERT_TRUE(w->write({"t1", "a"}, ctx_).ok());
-  ASSERT_TRUE(w->write({"t1", "b"}, ctx_).ok());
-  auto publisher = factory_->latest("t1");
+  ASSERT_TRUE(w->write({"topic-1", "a"}, ctx_).ok());
+  ASSERT_TRUE(w->write({"topic-1", "b"}, ctx_).ok());
+  auto publisher = factory_->latest("topic-1");
   publisher->complete(0, absl::NotFoundError("topic not found"));
   publisher->complete(1, absl::NotFoundError("topic not found"));
   std::atomic<bool> stop{false};
@@ -228,7 +232,7 @@ TEST_F(PubSubWriterTest, AMissingTopicIsCreatedWithTheOptionsAndTheMessagesRepub
   answer.join();
   ASSERT_TRUE(s.ok()) << s;
   ASSERT_EQ(admin_->created.size(), 1u);
-  EXPECT_EQ(admin_->created[0].name(), "projects/p/topics/t1");
+  EXPECT_EQ(admin_->created[0].name(), "projects/p/topics/topic-1");
   EXPECT_EQ(admin_->created[0].message_retention_duration().seconds(), 86400);
   EXPECT_EQ(admin_->created[0].kms_key_name(), create.kms_key_name);
   EXPECT_EQ(publisher->size(), 4u) << "both messages republished";
@@ -240,8 +244,8 @@ TEST_F(PubSubWriterTest, AMissingTopicIsCreatedWithTheOptionsAndTheMessagesRepub
 
 TEST_F(PubSubWriterTest, UnderCreateNeverAMissingTopicFailsNamingTheDisposition) {
   auto w = writer(builder().create_disposition(CreateDisposition::kCreateNever));
-  ASSERT_TRUE(w->write({"t1", "a"}, ctx_).ok());
-  factory_->latest("t1")->complete(0, absl::NotFoundError("topic not found"));
+  ASSERT_TRUE(w->write({"topic-1", "a"}, ctx_).ok());
+  factory_->latest("topic-1")->complete(0, absl::NotFoundError("topic not found"));
   absl::Status s = w->flush(false);
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(s.message()), HasSubstr("CREATE_NEVER"));
@@ -252,8 +256,9 @@ TEST_F(PubSubWriterTest, UnderCreateNeverAMissingTopicFailsNamingTheDisposition)
 TEST_F(PubSubWriterTest, AnOrderedRepairResumesTheKeyAndRepublishesInPublishOrder) {
   options_.enable_message_ordering = true;
   auto w = writer(builder());
-  for (const char* d : {"k-1", "k-2", "k-3"}) ASSERT_TRUE(w->write({"t1", d, "key"}, ctx_).ok());
-  auto publisher = factory_->latest("t1");
+  for (const char* d : {"k-1", "k-2", "k-3"})
+    ASSERT_TRUE(w->write({"topic-1", d, "key"}, ctx_).ok());
+  auto publisher = factory_->latest("topic-1");
   // The cascades are reported before the failure that caused them.
   publisher->complete(2, OrderingKeyPausedError("key"));
   publisher->complete(1, OrderingKeyPausedError("key"));
@@ -281,22 +286,22 @@ TEST_F(PubSubWriterTest, AnOrderedRepairResumesTheKeyAndRepublishesInPublishOrde
 TEST_F(PubSubWriterTest, TheActivePublisherCapDrainsBeforeReleasingAndNeverDropsWork) {
   options_.max_active_publishers = 1;
   auto w = writer(builder());
-  ASSERT_TRUE(w->write({"t1", "a"}, ctx_).ok());
-  auto first = factory_->latest("t1");
+  ASSERT_TRUE(w->write({"topic-1", "a"}, ctx_).ok());
+  auto first = factory_->latest("topic-1");
   auto completer = later(50ms, [&] { first->complete_all(); });
-  ASSERT_TRUE(w->write({"t2", "b"}, ctx_).ok());
+  ASSERT_TRUE(w->write({"topic-2", "b"}, ctx_).ok());
   completer.join();
   EXPECT_EQ(first->pending(), 0u) << "t1's publish completed before its publisher was released";
   EXPECT_EQ(first->shutdowns(), 1);
-  ASSERT_NE(factory_->latest("t2"), nullptr);
-  factory_->latest("t2")->complete_all();
+  ASSERT_NE(factory_->latest("topic-2"), nullptr);
+  factory_->latest("topic-2")->complete_all();
   ASSERT_TRUE(w->flush(false).ok());
   ASSERT_TRUE(w->close().ok());
 }
 
 TEST_F(PubSubWriterTest, AnOrderingKeyWithoutOrderingFailsNamingTheOption) {
   auto w = writer(builder());
-  absl::Status s = w->write({"t1", "a", "key"}, ctx_);
+  absl::Status s = w->write({"topic-1", "a", "key"}, ctx_);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(s.message()), HasSubstr("enable_message_ordering"));
   ASSERT_TRUE(w->close().ok());
@@ -312,7 +317,7 @@ TEST_F(PubSubWriterTest, AResolverReturningNothingFailsTheJobInsteadOfRouting) {
     return absl::OkStatus();
   }));
   auto w = writer(b);
-  EXPECT_EQ(w->write({"t1", "a"}, ctx_).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(w->write({"topic-1", "a"}, ctx_).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(handled, 0);
   ASSERT_TRUE(w->close().ok());
 }
@@ -328,7 +333,7 @@ TEST_F(PubSubWriterTest, ASerializerThatThrowsIsRoutedButNeverCountsTowardTheRej
         EXPECT_FALSE(e.is_service_rejection());
         return absl::OkStatus();
       })));
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(w->write({"t1", "throw"}, ctx_).ok());
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(w->write({"topic-1", "throw"}, ctx_).ok());
   EXPECT_EQ(handled, 5);
   EXPECT_TRUE(payload.empty()) << "a serializer failure has no message";
   EXPECT_EQ(metric("numRecordsSendErrors"), 5);
@@ -336,7 +341,7 @@ TEST_F(PubSubWriterTest, ASerializerThatThrowsIsRoutedButNeverCountsTowardTheRej
 }
 
 TEST_F(PubSubWriterTest, BuilderRejectsInvalidCombinationsNamingTheOptions) {
-  auto missing = PubSubSink<Event>::builder().topic(TopicDestination::of("p", "t")).build();
+  auto missing = PubSubSink<Event>::builder().topic(TopicDestination::of("p", "topic")).build();
   EXPECT_THAT(std::string(missing.status().message()), HasSubstr("serializer"));
   auto never = builder()
                    .create_disposition(CreateDisposition::kCreateNever)
@@ -363,6 +368,88 @@ TEST_F(PubSubWriterTest, DeadLetterQueueMessagesCarryThePayloadAndWhereItFailed)
   EXPECT_EQ(m.attributes().at("gcpstream.status_code"), "INVALID_ARGUMENT");
   EXPECT_EQ(m.attributes().at("gcpstream.error").size(), 1024u) << "bounded";
   EXPECT_TRUE(m.data().empty());
+}
+
+TEST_F(PubSubWriterTest, AnInvalidTopicIdIsAConfigurationErrorNeverARecordFailure) {
+  // `topic: t1` ran under log_and_drop with every record "dropped" and exit 0: the service
+  // refuses the name on every request with INVALID_ARGUMENT, which reads like a bad record.
+  auto fixed = PubSubSink<Event>::builder()
+                   .topic(TopicDestination::of("p", "t1"))
+                   .serializer(PubSubSerializationSchema<Event>::of(
+                       [](const Event& e, const SinkWriterContext&) {
+                         google::pubsub::v1::PubsubMessage m;
+                         m.set_data(e.data);
+                         return std::optional<google::pubsub::v1::PubsubMessage>(m);
+                       }))
+                   .build();
+  ASSERT_FALSE(fixed.ok());
+  EXPECT_EQ(fixed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(fixed.status().message()),
+              HasSubstr("'t1' is not a valid Pub/Sub topic"));
+
+  int handled = 0;
+  auto w = writer(builder().failed_message_handler(
+      connector::FailureHandler::custom([&](const connector::FailedElement&) {
+        ++handled;
+        return absl::OkStatus();
+      })));
+  absl::Status s = w->write({"t1", "a"}, ctx_);  // resolved per record
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("projects/p/topics/t1"));
+  EXPECT_EQ(handled, 0);
+  EXPECT_EQ(factory_->latest("t1"), nullptr) << "no publisher was opened for it";
+  ASSERT_TRUE(w->close().ok());
+
+  for (const char* bad : {"ab", "1abc", "goog-topic", "has space", "slash/es", "caf\xc3\xa9"}) {
+    EXPECT_FALSE(ValidateResourceId("topic", bad).ok()) << bad;
+  }
+  for (const std::string& good : {std::string("abc"), std::string("Orders.v2"),
+                                 std::string("a-b_c~d+e%f"), std::string(255, 'a')}) {
+    EXPECT_TRUE(ValidateResourceId("topic", good).ok()) << good;
+  }
+  EXPECT_FALSE(ValidateResourceId("topic", std::string(256, 'a')).ok());
+}
+
+TEST_F(PubSubWriterTest, ADeadLetterAlwaysFitsInAPublishRequest) {
+  google::pubsub::v1::PubsubMessage big;
+  big.set_data(std::string(11'000'000, 'x'));
+  FailedMessage failed(TopicDestination::of("p", "orders"), big,
+                       absl::InvalidArgumentError("too large"), true);
+  auto m = PubSubDeadLetterQueue::ToMessage(failed);
+  EXPECT_TRUE(m.data().empty()) << "an 11 MB payload cannot ride in a 10 MB request";
+  EXPECT_EQ(m.attributes().at("gcpstream.payload_omitted_bytes"),
+            std::to_string(big.ByteSizeLong()));
+  EXPECT_LT(m.ByteSizeLong(), 10'000'000u);
+
+  google::pubsub::v1::PubsubMessage small;
+  small.set_data("fits");
+  auto kept = PubSubDeadLetterQueue::ToMessage(FailedMessage(
+      TopicDestination::of("p", "orders"), small, absl::InvalidArgumentError("bad"), true));
+  EXPECT_EQ(kept.data(), small.SerializeAsString());
+  EXPECT_EQ(kept.attributes().count("gcpstream.payload_omitted_bytes"), 0u);
+}
+
+TEST_F(PubSubWriterTest, AMessageThatCannotFitInAPublishRequestIsARecordFailureNotAnOutage) {
+  // The emulator answers an over-sized publish with RESOURCE_EXHAUSTED, which the sink would
+  // retry as an outage forever; the limit is known, so the record is refused before any RPC.
+  int handled = 0;
+  absl::StatusCode code = absl::StatusCode::kOk;
+  auto w = writer(builder().failed_message_handler(
+      connector::FailureHandler::custom([&](const connector::FailedElement& e) {
+        ++handled;
+        code = e.status().code();
+        return absl::OkStatus();
+      })));
+  ASSERT_TRUE(w->write({"topic-1", std::string(12'000'000, 'x')}, ctx_).ok());
+  EXPECT_EQ(handled, 1);
+  EXPECT_EQ(code, absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(factory_->latest("topic-1"), nullptr) << "nothing was published";
+  ASSERT_TRUE(w->write({"topic-1", std::string(9'000'000, 'x')}, ctx_).ok()) << "under the limit";
+  ASSERT_NE(factory_->latest("topic-1"), nullptr);
+  EXPECT_EQ(factory_->latest("topic-1")->size(), 1u);
+  factory_->latest("topic-1")->complete_all();
+  ASSERT_TRUE(w->flush(false).ok());
+  ASSERT_TRUE(w->close().ok());
 }
 
 TEST_F(PubSubWriterTest, DeadLetterQueueFlushWaitsAndExpiresNamingFlushTimeout) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <set>
 
 #include "tests/support/fake_subscriber.h"
 
@@ -142,6 +143,65 @@ TEST_F(SubscriberTest, ExtendsLeasesUntilTheExtensionPeriodThenReleasesThem) {
   }
   EXPECT_EQ(subscriber_->leases_expired(), 1);
   EXPECT_EQ(subscriber_->outstanding_messages(), 0);
+}
+
+TEST_F(SubscriberTest, EveryLeaseDueInATickIsExtendedInThatTickHoweverManyThereAre) {
+  // 50,000 messages held (flow control raised to 100,000): a subscriber that extends at most
+  // 2,500 leases per tick lets most of them expire, and the service redelivers them.
+  SubscriberSettings s;
+  s.max_outstanding_messages = 100'000;
+  s.max_outstanding_bytes = 1LL << 30;
+  s.min_duration_per_ack_extension = 2s;
+  s.max_duration_per_ack_extension = 2s;  // every lease is due again after 1 s
+  start(s);
+  constexpr int kMessages = 50'000;
+  for (int r = 0; r < kMessages / 1000; ++r) {
+    std::vector<std::string> ids;
+    for (int i = 0; i < 1000; ++i) ids.push_back(std::to_string(r * 1000 + i));
+    stub_->deliver(ids);
+  }
+  ASSERT_TRUE(wait_received(kMessages, 30s)) << received().size();
+  // Within two ticks of the last delivery, every lease was extended at least once.
+  ASSERT_TRUE(stub_->wait_for(10s, [&](auto& f) {
+    std::set<std::string> distinct(f.extended_.begin(), f.extended_.end());
+    return distinct.size() == static_cast<std::size_t>(kMessages);
+  })) << stub_->describe();
+  std::lock_guard lock(stub_->mutex());
+  for (const auto& r : stub_->settle_requests_) {
+    EXPECT_LE(r.ids, 2500);
+    EXPECT_LE(r.bytes, 512u * 1024u);
+  }
+}
+
+TEST_F(SubscriberTest, SettleRequestsAreCutByEncodedSizeAsWellAsByIdCount) {
+  // Ack ids of 207 bytes: 2,500 of them would make a request of about 520 KB, over the
+  // service's 512 KiB limit for Acknowledge and ModifyAckDeadline.
+  SubscriberSettings s;
+  s.max_outstanding_messages = 10'000;
+  start(s);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3000; ++i) {
+    std::string id = std::to_string(i);
+    ids.push_back(std::string(203 - id.size(), 'x') + id);  // "ack-" + 203 = 207 bytes
+  }
+  for (std::size_t at = 0; at < ids.size(); at += 100) {
+    stub_->deliver(std::vector<std::string>(ids.begin() + at, ids.begin() + at + 100));
+  }
+  ASSERT_TRUE(wait_received(ids.size(), 20s)) << received().size();
+  auto got = received();
+  std::vector<std::string> half(got.begin(), got.begin() + 2900);
+  std::vector<std::string> rest(got.begin() + 2900, got.end());
+  subscriber_->ack(half);
+  subscriber_->nack(rest);
+  ASSERT_TRUE(stub_->wait_for(10s, [&](auto& f) {
+    return f.acked_.size() == half.size() && f.nacked_.size() == rest.size();
+  })) << stub_->describe();
+  std::lock_guard lock(stub_->mutex());
+  EXPECT_GE(stub_->settle_requests_.size(), 3u) << "2,900 long ids cannot fit in one request";
+  for (const auto& r : stub_->settle_requests_) {
+    EXPECT_LE(r.ids, 2500);
+    EXPECT_LE(r.bytes, 512u * 1024u) << "a request of " << r.ids << " ids";
+  }
 }
 
 TEST_F(SubscriberTest, ReconnectsAfterARetryableStreamFailure) {

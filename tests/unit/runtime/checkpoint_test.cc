@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "gcpstream/runtime/builtin/collect_sink.h"
@@ -359,6 +360,93 @@ TEST(CheckpointStorageTest, ADirectoryWithoutMetadataIsNotACheckpoint) {
   auto latest = runtime::CheckpointStorage::find_latest(dir);
   ASSERT_TRUE(latest.ok());
   EXPECT_EQ(fs::path(*latest).filename(), "chk-6") << "chk-7 has no _metadata";
+}
+
+// A checkpoint with two state files and a known layout, for the corruption tests.
+std::string WriteSmallCheckpoint(const std::string& dir) {
+  runtime::CompletedCheckpoint cp;
+  cp.id = 4;
+  cp.job_id = "j";
+  cp.operators["source"].parallelism = 1;
+  cp.operators["source"].subtasks[0]["splits"] = {{1, std::string(200, 's')}};
+  cp.operators["sink"].parallelism = 1;
+  cp.operators["sink"].subtasks[0]["pending"] = {{1, std::string(200, 'p')}};
+  EXPECT_TRUE(runtime::CheckpointStorage::write(dir + "/chk-4", cp).ok());
+  return dir + "/chk-4";
+}
+
+// Changes `count` bytes in the middle of a file, keeping its size.
+void FlipBytes(const std::string& path, int count) {
+  std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+  f.seekg(0, std::ios::end);
+  const auto size = static_cast<std::int64_t>(f.tellg());
+  for (int i = 0; i < count; ++i) {
+    const std::int64_t at = size / 2 + i;
+    f.seekg(at);
+    char c = 0;
+    f.get(c);
+    f.seekp(at);
+    f.put(static_cast<char>(c ^ 0x5a));
+  }
+}
+
+TEST(CheckpointStorageTest, AStateFileChangedInPlaceFailsTheRestoreNamingTheFile) {
+  // Three bytes changed, same size: the restore used to succeed and skip records silently.
+  const std::string chk = WriteSmallCheckpoint(TempDir("crc-state"));
+  ASSERT_TRUE(runtime::CheckpointStorage::read(chk).ok());
+  const std::string file = chk + "/op-source-0.state";
+  ASSERT_TRUE(fs::exists(file));
+  FlipBytes(file, 3);
+  auto read = runtime::CheckpointStorage::read(chk);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(read.status().message()), HasSubstr("op-source-0.state"));
+  EXPECT_THAT(std::string(read.status().message()), HasSubstr("CRC-32"));
+}
+
+TEST(CheckpointStorageTest, AMetadataFileChangedInPlaceFailsTheRestore) {
+  const std::string chk = WriteSmallCheckpoint(TempDir("crc-meta"));
+  // Change a byte of a state file name recorded in _metadata (still a valid message).
+  std::string bytes;
+  {
+    std::ifstream in(chk + "/_metadata", std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const auto at = bytes.find("op-sink-0.state");
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 3] = 'S';
+  {
+    std::ofstream out(chk + "/_metadata", std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+  auto read = runtime::CheckpointStorage::read(chk);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(read.status().message()), HasSubstr("_metadata is corrupt"));
+}
+
+TEST(CheckpointStorageTest, RetentionCoversEveryCheckpointOfTheJobFolderAndDeadLeftovers) {
+  // A restored job continues in its folder: chk-4 of the first run must not outlive retention,
+  // nor the incomplete chk-5 a killed attempt left behind.
+  const std::string job = TempDir("retention") + "/job";
+  runtime::CompletedCheckpoint cp;
+  for (int id : {3, 4, 44, 45}) {
+    cp.id = id;
+    ASSERT_TRUE(runtime::CheckpointStorage::write(job + "/chk-" + std::to_string(id), cp).ok());
+  }
+  fs::create_directories(job + "/chk-5");  // incomplete, dead
+  std::ofstream(job + "/chk-5/op-x-0.state") << "partial";
+  fs::create_directories(job + "/chk-46");  // incomplete, being written now
+  fs::create_directories(job + "/savepoint-1");
+  auto removed = runtime::CheckpointStorage::apply_retention(job, 45, 1);
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_EQ(removed->size(), 4u);
+  std::set<std::string> left;
+  for (const auto& e : fs::directory_iterator(job)) left.insert(e.path().filename().string());
+  EXPECT_EQ(left, (std::set<std::string>{"chk-45", "chk-46", "savepoint-1"}));
+  removed = runtime::CheckpointStorage::apply_retention(job, 45, 1);
+  ASSERT_TRUE(removed.ok());
+  EXPECT_TRUE(removed->empty()) << "idempotent";
 }
 
 TEST(StateRedistributionTest, SplitsListsEvenlyAndBroadcastsBroadcastLists) {

@@ -1,0 +1,29 @@
+#include "gcpstream/bigtable/admin/resource_names.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+
+namespace gcpstream::bigtable {
+
+absl::Status ValidateTableId(std::string_view id) {
+  auto invalid = [&](std::string_view why) {
+    return absl::InvalidArgumentError(fmt::format(
+        "'{}' is not a valid Bigtable table id: {} (ids are 1 to 50 characters: letters, digits, "
+        "_ - and ., not starting with - or .)",
+        id, why));
+  };
+  if (id.empty()) return invalid("it is empty");
+  if (id.size() > 50) return invalid("too long");
+  if (id[0] == '-' || id[0] == '.') return invalid("it starts with '-' or '.'");
+  for (const char c : id) {
+    const auto u = static_cast<unsigned char>(c);
+    if (!(std::isalnum(u) || c == '_' || c == '-' || c == '.')) {
+      return invalid(std::isprint(u) ? fmt::format("it contains '{}'", c)
+                                     : fmt::format("it contains the byte {:#04x}", u));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gcpstream::bigtable

@@ -1,0 +1,26 @@
+#ifndef GCPSTREAM_PIPELINE_RECORD_JSON_H_
+#define GCPSTREAM_PIPELINE_RECORD_JSON_H_
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace gcpstream::pipeline {
+
+// The deepest nesting of arrays and objects a record's JSON may have. Records are flat in
+// practice; the cap exists because code that walks a value recursively (copying it, dumping it,
+// reading a template's path) would overflow the stack on hostile input (100,000 nested arrays
+// crashed the process before the cap).
+inline constexpr std::size_t kMaxRecordJsonDepth = 256;
+
+// Parses one record's JSON text. INVALID_ARGUMENT when it is not valid JSON (with the parser's
+// explanation and byte position) or nests deeper than kMaxRecordJsonDepth (with the byte where
+// the limit was crossed). Never throws; the depth is checked before any parsing.
+absl::StatusOr<nlohmann::json> ParseRecordJson(std::string_view text);
+
+}  // namespace gcpstream::pipeline
+
+#endif  // GCPSTREAM_PIPELINE_RECORD_JSON_H_

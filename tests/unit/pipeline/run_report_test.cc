@@ -1,0 +1,41 @@
+// The run summary and progress line: what the CLI prints about a finished or running job.
+#include "gcpstream/pipeline/run_report.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "gcpstream/pipeline/pipeline_job.h"
+
+namespace gcpstream::pipeline {
+namespace {
+
+using ::testing::HasSubstr;
+
+runtime::MetricSample Sample(const std::string& op, const std::string& name, double value) {
+  runtime::MetricSample m;
+  m.labels["operator"] = op;
+  m.name = name;
+  m.value = value;
+  return m;
+}
+
+TEST(RunReportTest, MessagesTheSourceCouldNotDecodeAreCountedInTheSummaryAndTheProgressLine) {
+  // 14 messages, 5 of them not decodable and dropped by deserialization_failure_policy DROP:
+  // the summary must account for all 14, not report "in 9" as if 5 never existed.
+  runtime::JobResult result;
+  result.job_name = "p";
+  result.metrics = {Sample(kSourceNode, "numRecordsOut", 9),
+                    Sample(kSourceNode, "numRecordsInErrors", 5),
+                    Sample(kSinkNode, "numRecordsSend", 9)};
+  const ProgressSample s = SampleProgress(result.metrics);
+  EXPECT_EQ(s.records_in, 9);
+  EXPECT_EQ(s.invalid, 5);
+  EXPECT_THAT(FormatSummary(result, {}), HasSubstr("in 9, invalid 5,"));
+  EXPECT_THAT(FormatProgress(s, {}, std::chrono::seconds(1), {}), HasSubstr("invalid 5"));
+  ProgressSample clean;
+  EXPECT_THAT(FormatProgress(clean, {}, std::chrono::seconds(1), {}),
+              ::testing::Not(HasSubstr("invalid")));
+}
+
+}  // namespace
+}  // namespace gcpstream::pipeline
