@@ -1,6 +1,7 @@
 #ifndef GCPSTREAM_API_SOURCE_READER_H_
 #define GCPSTREAM_API_SOURCE_READER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -76,6 +77,11 @@ class SourceReaderContext {
   virtual MailboxExecutor& mailbox_executor() = 0;
   virtual ProcessingTimeService& processing_time_service() = 0;
   virtual const SourceReaderOptions& options() const = 0;
+  // The job's checkpoint interval; 0 when checkpointing is off. Sources whose behaviour depends
+  // on it (acknowledging on checkpoint completion) check their settings against it.
+  virtual std::chrono::milliseconds checkpoint_interval() const {
+    return std::chrono::milliseconds(0);
+  }
 };
 
 // Reads the splits assigned to one subtask. Every method runs on the subtask thread.

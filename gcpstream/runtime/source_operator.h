@@ -1,6 +1,8 @@
 #ifndef GCPSTREAM_RUNTIME_SOURCE_OPERATOR_H_
 #define GCPSTREAM_RUNTIME_SOURCE_OPERATOR_H_
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -9,10 +11,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
-
-#include "gcpstream/util/absl_fmt.h"
 
 #include "gcpstream/api/source.h"
 #include "gcpstream/api/status_macros.h"
@@ -25,6 +23,7 @@
 #include "gcpstream/runtime/source_coordinator.h"
 #include "gcpstream/runtime/stream_operator.h"
 #include "gcpstream/runtime/watermark_valve.h"
+#include "gcpstream/util/absl_fmt.h"
 
 namespace gcpstream::runtime {
 
@@ -170,9 +169,13 @@ class SourceOperator final : public StreamOperator, public InputProcessor {
   class SplitChannel final : public SourceOutput<T>, public WatermarkOutput {
    public:
     SplitChannel(SourceOperator* op, std::string id, int valve_input)
-        : op_(op), id_(std::move(id)), valve_input_(valve_input),
+        : op_(op),
+          id_(std::move(id)),
+          valve_input_(valve_input),
           generator_(op->strategy_.create_generator()) {}
-    absl::Status collect(T value) override { return op_->emit(*this, std::move(value), kNoTimestamp); }
+    absl::Status collect(T value) override {
+      return op_->emit(*this, std::move(value), kNoTimestamp);
+    }
     absl::Status collect(T value, std::int64_t ts) override {
       return op_->emit(*this, std::move(value), ts);
     }
@@ -249,11 +252,12 @@ class SourceOperator final : public StreamOperator, public InputProcessor {
     void signal_available() override { op_->mailbox_.resume_default_action(); }
     MetricGroup& metric_group() override { return *op_->ctx_.metric_group; }
     MailboxExecutor& mailbox_executor() override { return *op_->ctx_.mailbox_executor; }
-    ProcessingTimeService& processing_time_service() override {
-      return *op_->ctx_.timer_service;
-    }
+    ProcessingTimeService& processing_time_service() override { return *op_->ctx_.timer_service; }
     const SourceReaderOptions& options() const override {
       return op_->services_.config.source_reader;
+    }
+    std::chrono::milliseconds checkpoint_interval() const override {
+      return op_->services_.config.checkpointing.interval;
     }
 
    private:
@@ -265,17 +269,19 @@ class SourceOperator final : public StreamOperator, public InputProcessor {
     Gateway(std::shared_ptr<TaskMailbox> mailbox, SourceOperator* op)
         : mailbox_(std::move(mailbox)), op_(op) {}
     void deliver_splits(std::vector<SplitT> splits) override {
-      post([op = op_, splits = std::move(splits)]() mutable {
-        return op->reader_->add_splits(std::move(splits));
-      }, "assign splits");
+      post([op = op_, splits = std::move(
+                          splits)]() mutable { return op->reader_->add_splits(std::move(splits)); },
+           "assign splits");
     }
     void deliver_no_more_splits() override {
       post([op = op_]() { return op->reader_->notify_no_more_splits(); }, "no more splits");
     }
     void deliver_event(std::shared_ptr<const SourceEvent> event) override {
-      post([op = op_, event = std::move(event)]() mutable {
-        return op->reader_->handle_source_event(std::move(event));
-      }, "source event");
+      post(
+          [op = op_, event = std::move(event)]() mutable {
+            return op->reader_->handle_source_event(std::move(event));
+          },
+          "source event");
     }
 
    private:
@@ -386,8 +392,8 @@ class SourceOperator final : public StreamOperator, public InputProcessor {
 
   void schedule_alignment_report() {
     const auto interval = strategy_.alignment()->update_interval;
-    report_timer_ = ctx_.timer_service->register_timer(
-        std::chrono::steady_clock::now() + interval, [this]() {
+    report_timer_ =
+        ctx_.timer_service->register_timer(std::chrono::steady_clock::now() + interval, [this]() {
           services_.coordinator->execute([al = services_.alignment,
                                           g = strategy_.alignment()->group, id = alignment_id_,
                                           wm = alignment_watermark()] { al->report(g, id, wm); });

@@ -1,6 +1,8 @@
 #ifndef GCPSTREAM_PUBSUB_SOURCE_PUBSUB_SOURCE_H_
 #define GCPSTREAM_PUBSUB_SOURCE_PUBSUB_SOURCE_H_
 
+#include <spdlog/spdlog.h>
+
 #include <memory>
 #include <string>
 #include <utility>
@@ -124,6 +126,11 @@ class PubSubSource final : public Source<T, PubSubSplit, PubSubEnumeratorState>,
   }
   absl::StatusOr<std::unique_ptr<SourceReader<T, PubSubSplit>>> create_reader(
       SourceReaderContext& context) const override {
+    if (context.subtask_index() == 0) {  // once per job, not once per subtask
+      for (const auto& w : config_->subscriber_options.warnings_at(context.checkpoint_interval())) {
+        spdlog::warn("Pub/Sub source: {}", w);
+      }
+    }
     return std::unique_ptr<SourceReader<T, PubSubSplit>>(
         PubSubSourceReader<T>::create(config_, deserializer_, context));
   }

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "gcpstream/pubsub/client/subscriber.h"
@@ -56,6 +58,10 @@ struct PubSubSubscriberOptions {
 
   // INVALID_ARGUMENT naming the option.
   absl::Status validate() const;
+  // What these settings mean at a checkpoint interval (0: checkpointing off), as sentences to
+  // log at start: acknowledgement waits for a checkpoint, so a lease must outlive two intervals,
+  // and one split holds at most the flow-control limit per interval.
+  std::vector<std::string> warnings_at(std::chrono::milliseconds checkpoint_interval) const;
 };
 
 }  // namespace gcpstream::pubsub

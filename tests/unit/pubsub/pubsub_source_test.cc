@@ -617,6 +617,28 @@ TEST_F(PubSubReaderTest, TwoSubscriptionsOnOneReaderAreBothConsumed) {
 namespace gcpstream::pubsub {
 namespace {
 
+TEST(PubSubSubscriberOptionsTest, WarnsWhenTheCheckpointIntervalOutrunsLeasesOrCapsASplit) {
+  PubSubSubscriberOptions o;
+  EXPECT_TRUE(o.warnings_at(std::chrono::milliseconds(0)).empty()) << "checkpointing off";
+  // The defaults at 1 s: 1,000 messages per interval caps a split at 1,000 messages/s.
+  auto w = o.warnings_at(std::chrono::seconds(1));
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("at most 1000 messages/s"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("flow_control_max_outstanding_element_count"), std::string::npos);
+  o.flow_control_max_outstanding_element_count = 100'000;
+  EXPECT_TRUE(o.warnings_at(std::chrono::seconds(1)).empty());
+  // 60 s checkpoints with leases extended for at most 90 s: a message received after a
+  // checkpoint waits up to 120 s for its acknowledgement.
+  o.max_ack_extension_period = std::chrono::seconds(90);
+  w = o.warnings_at(std::chrono::seconds(60));
+  ASSERT_FALSE(w.empty());
+  EXPECT_NE(w[0].find("max_ack_extension_period"), std::string::npos) << w[0];
+  o.max_ack_extension_period = std::chrono::seconds(120);
+  for (const auto& line : o.warnings_at(std::chrono::seconds(60))) {
+    EXPECT_EQ(line.find("max_ack_extension_period ("), std::string::npos) << line;
+  }
+}
+
 TEST(UndecodableMessageLogTest, LogsTheFirstAtOnceThenAtMostOneLinePerIntervalWithACount) {
   auto now = std::chrono::steady_clock::time_point() + std::chrono::hours(1);
   UndecodableMessageLog log(std::chrono::seconds(10), [&] { return now; });
