@@ -189,11 +189,18 @@ absl::StatusOr<PipelineSpec> ParsePipelineSpec(const std::string& text,
 }
 
 absl::StatusOr<PipelineSpec> LoadPipelineSpec(const std::string& path, const EnvLookup& env) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(fmt::format("cannot read pipeline file {}", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return ParsePipelineSpec(buffer.str(), path, env);
+  // Read at most one byte past the limit: `run /dev/zero` must not read forever.
+  std::string text(kMaxPipelineFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxPipelineFileBytes) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: a pipeline file is at most {} bytes; this one is larger", path,
+                    kMaxPipelineFileBytes));
+  }
+  return ParsePipelineSpec(text, path, env);
 }
 
 }  // namespace gcpstream::pipeline

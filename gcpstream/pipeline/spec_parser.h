@@ -1,6 +1,7 @@
 #ifndef GCPSTREAM_PIPELINE_SPEC_PARSER_H_
 #define GCPSTREAM_PIPELINE_SPEC_PARSER_H_
 
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
@@ -25,7 +26,9 @@ absl::StatusOr<PipelineSpec> ParsePipelineSpec(const std::string& text,
                                                const EnvLookup& env = {});
 
 // Reads and parses a file; NOT_FOUND naming the path when it cannot be read.
+// Reads and parses a pipeline file of at most kMaxPipelineFileBytes (INVALID_ARGUMENT beyond).
 absl::StatusOr<PipelineSpec> LoadPipelineSpec(const std::string& path, const EnvLookup& env = {});
+inline constexpr std::size_t kMaxPipelineFileBytes = 1024 * 1024;
 
 }  // namespace gcpstream::pipeline
 

@@ -113,6 +113,15 @@ std::string YamlContext::redact(const std::string& path, std::string text) const
 
 void YamlContext::check_duplicate_keys(const YAML::Node& node, const std::string& path) {
   if (!ok()) return;
+  // Aliases are walked as many times as they are used: a file of nested aliases (a "billion
+  // laughs") would make this walk, and any later one, run for ever. No pipeline comes close.
+  if (++nodes_walked_ > kMaxYamlNodes) {
+    fail(node.Mark(), path,
+         fmt::format("the file expands to more than {} values (through anchors and aliases?); a "
+                     "pipeline file is far smaller",
+                     kMaxYamlNodes));
+    return;
+  }
   if (node.IsSequence()) {
     for (std::size_t i = 0; i < node.size(); ++i) {
       check_duplicate_keys(node[i], fmt::format("{}[{}]", path, i));

@@ -55,8 +55,10 @@ class YamlContext {
   // `text` with every value substituted from the environment at `path` replaced by the
   // reference that produced it (${NAME}).
   std::string redact(const std::string& path, std::string text) const;
-  // Reports the first key repeated within a mapping, anywhere below `node`.
+  // Reports the first key repeated within a mapping, anywhere below `node`, and a file that
+  // expands (through aliases) to more than kMaxYamlNodes values.
   void check_duplicate_keys(const YAML::Node& node, const std::string& path);
+  static constexpr std::size_t kMaxYamlNodes = 100'000;
 
   const std::string& file() const { return file_; }
 
@@ -67,6 +69,7 @@ class YamlContext {
   std::vector<OptionRecord> options_;
   // path -> (value from the environment, the ${NAME} that produced it)
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> from_env_;
+  std::size_t nodes_walked_ = 0;
 };
 
 // The allowed values of an integer option, inclusive.

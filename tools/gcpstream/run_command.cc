@@ -41,6 +41,7 @@ struct RunState {
   RunObservations observations;
   bool cancelled_by_user = false;  // SIGINT
   bool cancelled_by_term = false;  // a second SIGTERM
+  std::chrono::steady_clock::time_point first_term;  // when the first SIGTERM arrived
   std::thread stopper;  // runs stop_with_savepoint (it blocks until the savepoint completed)
   bool stopping = false;
 };
@@ -97,6 +98,14 @@ int Run(const RunFlags& flags) {
     if (!d.ok()) {
       std::fprintf(stderr, "--checkpoint-interval: %s\n",
                    std::string(d.status().message()).c_str());
+      return 2;
+    }
+    // The same range as checkpointing.interval in the file.
+    if (d->count() != 0 &&
+        (*d < std::chrono::milliseconds(10) || *d > std::chrono::hours(24 * 7))) {
+      std::fprintf(stderr,
+                   "--checkpoint-interval: '%s' is out of range: allowed 0 (off) or 10ms..7d\n",
+                   flags.checkpoint_interval->c_str());
       return 2;
     }
     overrides.checkpoint_interval = *d;
@@ -176,7 +185,13 @@ int Run(const RunFlags& flags) {
         bool again;
         {
           std::lock_guard lock(state.mu);
-          again = state.stopping;
+          // A supervisor that signals the whole process group (timeout, some init systems)
+          // delivers one SIGTERM twice within microseconds: only a second SIGTERM at least a
+          // second after the first cancels.
+          const auto now = std::chrono::steady_clock::now();
+          again = state.stopping && now - state.first_term >= std::chrono::seconds(1);
+          if (!state.stopping) state.first_term = now;
+          if (state.stopping && !again) continue;
         }
         if (again) {
           spdlog::info("SIGTERM again: cancelling the job");

@@ -120,6 +120,19 @@ absl::Status ValidateEntry(const google::bigtable::v2::MutateRowsRequest::Entry&
         "request",
         key, entry.mutations_size(), kMaxMutationsPerRequest));
   }
+  for (const auto& m : entry.mutations()) {
+    if (!m.has_set_cell()) continue;
+    // -1 asks the server for its time; otherwise microseconds at the table's millisecond
+    // granularity. The emulator answers anything else with UNKNOWN/INTERNAL, which reads as
+    // an outage; the service with INVALID_ARGUMENT for the whole request.
+    const std::int64_t ts = m.set_cell().timestamp_micros();
+    if (ts < -1 || (ts >= 0 && ts % 1000 != 0)) {
+      return absl::InvalidArgumentError(fmt::format(
+          "the entry for row '{}' sets a cell at timestamp {} us; Bigtable accepts -1 (server "
+          "time) or a non-negative multiple of 1000 (millisecond granularity)",
+          key, ts));
+    }
+  }
   return absl::OkStatus();
 }
 

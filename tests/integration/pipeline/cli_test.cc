@@ -50,6 +50,8 @@ TEST(CliTest, EveryUsageErrorExitsTwoNamingTheFlag) {
            {"run " + pipeline + " --parallelism 0", "--parallelism"},
            {"run " + pipeline + " --parallelism 4294967297", "--parallelism"},
            {"run " + pipeline + " --metrics-port 70000", "--metrics-port"},
+           {"run " + pipeline + " --checkpoint-interval 1ms", "--checkpoint-interval"},
+           {"run " + pipeline + " --checkpoint-interval 100000d", "--checkpoint-interval"},
            {"run " + pipeline + " --no-such-flag", "--no-such-flag"},
            {"run", "pipeline"},
            {"", "subcommand"}}) {
@@ -96,7 +98,8 @@ TEST(CliTest, PipingTheOutputIntoHeadNeitherKillsNorFailsTheRun) {
                   .ok());
   const fs::path dir = testing::WriteFlightsFolder("cli-head", testing::Flights(50));
   const std::string command = fmt::format(
-      "cd '{}' && FLIGHTS_FILE='{}' FLIGHTS_TOPIC='{}' GCP_PROJECT=cli-it PUBSUB_EMULATOR_HOST='{}' "
+      "cd '{}' && FLIGHTS_FILE='{}' FLIGHTS_TOPIC='{}' GCP_PROJECT=cli-it "
+      "PUBSUB_EMULATOR_HOST='{}' "
       "CHECKPOINT_DIR='{}' bash -c 'set -o pipefail; timeout 120 \"{}\" run "
       "examples/pipelines/flights-to-pubsub.yaml --restore 2> \"{}\" | head -1 > \"{}\"'",
       GCPSTREAM_SOURCE_DIR, (dir / "flights.json").string(), topic, endpoint,

@@ -424,6 +424,22 @@ TEST_F(BigtableWriterTest, ARowKeyTheServiceRefusesIsARecordFailureBeforeAnyRpc)
   ASSERT_TRUE(w->close().ok());
 }
 
+TEST_F(BigtableWriterTest, ACellTimestampTheServiceRefusesIsARecordFailureBeforeAnyRpc) {
+  // A negative timestamp from a record's field made the emulator answer INTERNAL, which failed
+  // the job even under log_and_drop.
+  for (std::int64_t ts : {-5000LL, -2LL, 1500LL}) {
+    RowMutationEntry e("k");
+    e.set_cell("f", "q", ts, "v");
+    const absl::Status s = ValidateEntry(std::move(e).release());
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << ts;
+  }
+  for (std::int64_t ts : {-1LL, 0LL, 1'000LL, 1'700'000'000'000'000LL}) {
+    RowMutationEntry e("k");
+    e.set_cell("f", "q", ts, "v");
+    EXPECT_TRUE(ValidateEntry(std::move(e).release()).ok()) << ts;
+  }
+}
+
 TEST_F(BigtableWriterTest, AnInvalidTableIdIsAConfigurationErrorNeverARecordFailure) {
   auto fixed = builder().table(TableDestination::of("p", "i1", "bad/table")).build();
   ASSERT_FALSE(fixed.ok());

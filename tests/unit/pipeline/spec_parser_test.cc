@@ -2,6 +2,7 @@
 // the allowed values.
 #include "gcpstream/pipeline/spec_parser.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -170,6 +171,27 @@ TEST(SpecParser, AValueThatIsNotUtf8IsRefusedAtItsPosition) {
   named = kMinimal;
   named.replace(0, 7, "name: caf\xc3\xa9 \xe2\x82\xac");
   EXPECT_TRUE(Parse(named).ok()) << "well-formed UTF-8 is fine";
+}
+
+TEST(SpecParser, AFileOfNestedAliasesIsRefusedInsteadOfExpandedForEver) {
+  // Nine levels of ten aliases each: a billion values once expanded ("billion laughs").
+  std::string text = std::string(kMinimal) + "x0: &x0 [a, a, a, a, a, a, a, a, a, a]\n";
+  for (int i = 1; i <= 9; ++i) {
+    text += fmt::format("x{}: &x{} [", i, i);
+    for (int k = 0; k < 10; ++k) text += fmt::format("{}*x{}", k ? ", " : "", i - 1);
+    text += "]\n";
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto spec = Parse(text);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("more than 100000 values"));
+}
+
+TEST(SpecParser, APipelineFileOverTheSizeLimitIsRefusedWithoutReadingItAll) {
+  auto spec = LoadPipelineSpec("/dev/zero");  // endless: must stop after the limit
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("at most 1048576 bytes"));
 }
 
 TEST(SpecParser, AnInvalidTopicIdIsRefusedAtItsPosition) {
