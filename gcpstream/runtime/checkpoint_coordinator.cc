@@ -48,6 +48,8 @@ void CheckpointCoordinator::start() {
 
 void CheckpointCoordinator::shutdown() {
   shut_down_ = true;
+  // A checkpoint still being written will not be finalized: its writer removes it (below).
+  if (pending_ && pending_->writing) *alive_ = false;
   if (periodic_timer_) periodic_timer_->cancel();
   if (pending_ && pending_->savepoint) {
     pending_->savepoint->done(absl::AbortedError("the job ended before the savepoint completed"));
@@ -264,9 +266,23 @@ void CheckpointCoordinator::on_acknowledged() {
   CoordinatorExecutor* executor = services_.coordinator;
   executor->execute_on_worker([this, alive, executor, copy, dir] {
     absl::Status written = CheckpointStorage::write(dir, *copy);
-    executor->execute([this, alive, written] {
+    {
+      // The attempt ended while this checkpoint was being written: nobody will finalize it
+      // (no retention, no notify), so it must not stay on disk looking complete, where a
+      // restore would take it over the checkpoint the job reported last.
       auto a = alive.lock();
-      if (a && *a) finalize(written);
+      if (!a || !*a) {
+        if (written.ok()) (void)CheckpointStorage::remove(dir);
+        return;
+      }
+    }
+    executor->execute([this, alive, written, dir] {
+      auto a = alive.lock();
+      if (a && *a) {
+        finalize(written);
+      } else if (written.ok()) {
+        (void)CheckpointStorage::remove(dir);
+      }
     });
   });
 }
