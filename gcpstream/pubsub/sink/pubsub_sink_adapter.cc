@@ -113,7 +113,8 @@ class PubSubSinkAdapter final : public connector::AsyncSinkAdapter<TopicDestinat
   }
 
   absl::Status precheck(const TopicDestination& topic, const Message& m) override {
-    const std::size_t bytes = m.ByteSizeLong() + topic.resource_name().size();
+    // Per record: the topic's name length without building the name ("projects//topics/").
+    const std::size_t bytes = m.ByteSizeLong() + topic.project.size() + topic.topic.size() + 18;
     if (bytes + kRequestFramingBytes > kMaxPublishRequestBytes) {
       return absl::InvalidArgumentError(fmt::format(
           "a message of {} bytes for {} cannot fit in a Pub/Sub publish request (at most {} "
