@@ -29,6 +29,7 @@ struct SinkVocabulary {
   std::string destination;        // what a destination is: "topic", "table"
   std::string client;             // the per-destination client: "publisher", "batcher"
   std::string live_destinations;  // in the stall warning: "3 <topics>", "1 <live tables>"
+  std::string request;            // the call that sends them: "Publish", "MutateRows"
 };
 
 // Everything AsyncSinkWriter needs beyond the adapter: caps, budgets, and names. Defaults are

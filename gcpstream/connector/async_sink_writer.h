@@ -91,8 +91,27 @@ class AsyncSinkWriter {
       metrics_.gauge(settings_.active_groups_gauge,
                      [this] { return static_cast<double>(active_groups_.load()); });
     }
+    // The stall warning names what it waits on: the destinations with work in flight, the
+    // busiest first (at most three), and the call that carries it.
     gate_.set_stall_detail([this] {
-      return fmt::format("{} {}", destinations_.size(), settings_.words.live_destinations);
+      std::vector<std::pair<int, const Destination*>> busy;
+      for (const auto& [key, d] : destinations_) {
+        if (d.in_flight > 0) busy.emplace_back(d.in_flight, &d);
+      }
+      std::sort(busy.begin(), busy.end(),
+                [](const auto& a, const auto& b) { return a.first > b.first; });
+      std::string out =
+          fmt::format("{} {}", destinations_.size(), settings_.words.live_destinations);
+      for (std::size_t i = 0; i < busy.size() && i < 3; ++i) {
+        out += fmt::format("{} {} {} to {} {}", i == 0 ? "; pending:" : ",", busy[i].first,
+                           busy[i].first == 1 ? settings_.words.element : settings_.words.elements,
+                           settings_.words.destination, adapter_->describe(busy[i].second->key));
+      }
+      if (busy.size() > 3) out += fmt::format(" and {} more", busy.size() - 3);
+      if (!busy.empty() && !settings_.words.request.empty()) {
+        out += fmt::format(" (awaiting {} responses)", settings_.words.request);
+      }
+      return out;
     });
   }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "gcpstream/util/absl_fmt.h"
+#include "gcpstream/util/wait_notice.h"
 
 namespace gcpstream::connector {
 
@@ -42,26 +43,42 @@ absl::Status InFlightGate::drain(std::string_view wait) {
 absl::Status InFlightGate::await(std::string_view wait, absl::FunctionRef<bool()> done) {
   // The budget is measured from the start of the wait and restarts whenever a completion is
   // noticed (completions bump a counter; reading the clock per completion would cost more than
-  // the bookkeeping it serves). A completion is noticed at the next wake-up, so an expiry can
-  // come up to one interval later than the exact "budget after the last completion".
+  // the bookkeeping it serves). The wait wakes every tenth of the shorter of the two periods to
+  // look, so a completion is dated at most that late: the warning and the expiry come at most
+  // 10% after "that long since the last completion", and the time they report is never more
+  // than the real one.
   SteadyTime base = Clock::now();
   std::uint64_t seen = progress_;
+  bool published = false;
+  std::chrono::milliseconds period = policy_.stall_warning_interval;
+  if (policy_.progress_timeout) period = std::min(period, *policy_.progress_timeout);
+  const auto check = std::max<std::chrono::milliseconds>(period / 10, std::chrono::milliseconds(1));
   while (!done()) {
     SteadyTime wake = base + policy_.stall_warning_interval;
     if (last_warning_ != SteadyTime::min()) {
       wake = std::max(wake, last_warning_ + policy_.stall_warning_interval);
     }
     if (policy_.progress_timeout) wake = std::min(wake, base + *policy_.progress_timeout);
+    // Look for completions at least every `check`.
+    wake = std::min(wake, Clock::now() + check);
     absl::Status s = mailbox_.yield_until(done, wake);
-    if (s.ok()) return s;
-    if (s.code() != absl::StatusCode::kDeadlineExceeded) return s;
+    if (s.ok() || s.code() != absl::StatusCode::kDeadlineExceeded) {
+      if (published) util::WaitNotice::clear();
+      return s;
+    }
     const SteadyTime now = Clock::now();
-    if (progress_ != seen) {
+    const bool progressed = progress_ != seen;
+    if (progressed) {
       seen = progress_;
       base = now;
-      continue;
     }
+    // A wait this long is worth describing to other threads (a checkpoint that times out
+    // names it); refreshed at every look, so it stays current.
+    util::WaitNotice::set(describe(wait, now - base));
+    published = true;
+    if (progressed) continue;
     if (policy_.progress_timeout && now - base >= *policy_.progress_timeout) {
+      util::WaitNotice::clear();
       return absl::DeadlineExceededError(fmt::format(
           "{} sink: no {} completed for {} ms while {} ({} in flight); failing the job after "
           "{} ({} ms)",
@@ -74,13 +91,18 @@ absl::Status InFlightGate::await(std::string_view wait, absl::FunctionRef<bool()
          now - last_warning_ >= policy_.stall_warning_interval)) {
       last_warning_ = now;
       ++warnings_;
-      spdlog::warn("{} sink: no {} has completed for {:.1f} s while {}; {} in flight{}",
-                   policy_.connector, policy_.completion,
-                   std::chrono::duration<double>(now - base).count(), wait, count(),
-                   detail_ ? ", " + detail_() : std::string());
+      spdlog::warn("{}", describe(wait, now - base));
     }
   }
+  if (published) util::WaitNotice::clear();
   return absl::OkStatus();
+}
+
+std::string InFlightGate::describe(std::string_view wait, SteadyTime::duration stalled) const {
+  return fmt::format("{} sink: no {} has completed for {:.1f} s while {}; {} in flight{}",
+                     policy_.connector, policy_.completion,
+                     std::chrono::duration<double>(stalled).count(), wait, count(),
+                     detail_ ? ", " + detail_() : std::string());
 }
 
 absl::Status SleepYielding(MailboxExecutor& mailbox, std::chrono::milliseconds delay) {

@@ -69,6 +69,9 @@ class InFlightGate {
   int warnings() const { return warnings_; }
 
  private:
+  // "<connector> sink: no <completion> has completed for X s while <wait>; N in flight, ..."
+  std::string describe(std::string_view wait, SteadyTime::duration stalled) const;
+
   std::int64_t max_count_;
   std::int64_t max_bytes_;
   ProgressPolicy policy_;

@@ -13,6 +13,7 @@ void JsonValueScanner::end_value(std::int64_t end) {
   values_.push_back(Range{begin_, end});
   in_value_ = false;
   scalar_ = false;
+  expect_ = Expect::kSeparator;
 }
 
 absl::Status JsonValueScanner::feed(std::string_view bytes, std::int64_t offset) {
@@ -54,10 +55,25 @@ absl::Status JsonValueScanner::feed(std::string_view bytes, std::int64_t offset)
       return absl::InvalidArgumentError(
           fmt::format("unexpected '{}' at byte {} after the closing ']' of the array", c, at));
     }
-    if (array_ && c == ',') continue;
+    if (array_ && c == ',') {
+      if (expect_ != Expect::kSeparator) {
+        return absl::InvalidArgumentError(
+            fmt::format("unexpected ',' at byte {}: an array element is missing before it", at));
+      }
+      expect_ = Expect::kValue;
+      continue;
+    }
     if (array_ && c == ']') {
+      if (expect_ == Expect::kValue) {
+        return absl::InvalidArgumentError(
+            fmt::format("unexpected ']' at byte {}: a trailing ',' before it", at));
+      }
       closed_ = true;
       continue;
+    }
+    if (array_ && expect_ == Expect::kSeparator && c != '}') {
+      return absl::InvalidArgumentError(fmt::format(
+          "unexpected '{}' at byte {}: a ',' is missing between array elements", c, at));
     }
     if (c == ',' || c == ']' || c == '}') {
       return absl::InvalidArgumentError(

@@ -15,8 +15,11 @@ namespace gcpstream::pipeline {
 // and to cut a split's bytes into records.
 //
 // In JSON-lines mode values are separated by whitespace. In array mode the scanner is fed the
-// bytes *inside* the outer '[' (the caller skips it): values are separated by commas and a ']'
-// at depth 0 ends the array (closed() turns true; only whitespace may follow).
+// bytes *inside* the outer '[' (the caller skips it): values are separated by exactly one comma
+// (an empty element ",,", a comma right after '[' or before ']', and two values with no comma
+// between them are errors naming the offset), and a ']' at depth 0 ends the array (closed()
+// turns true; only whitespace may follow). A comma may end the input (a split ends just
+// before the next split's first value).
 //
 // Feed bytes in order with their absolute offsets; completed values are appended to
 // values() as [begin, end) offsets. Not thread-safe.
@@ -42,7 +45,11 @@ class JsonValueScanner {
  private:
   void end_value(std::int64_t end);
 
+  // Array mode, between values: what may come next.
+  enum class Expect { kValueOrClose, kValue, kSeparator };
+
   bool array_;
+  Expect expect_ = Expect::kValueOrClose;
   bool closed_ = false;
   bool in_value_ = false;
   bool scalar_ = false;  // a top-level number/true/false/null

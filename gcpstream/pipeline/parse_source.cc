@@ -125,6 +125,15 @@ PubSubSourceSpec ParsePubSubSource(YamlMap& m) {
   so.max_ack_extension_period = o.optional_duration(
       "max_ack_extension_period", "1h",
       DurationRange{std::chrono::milliseconds(1), std::chrono::hours(24 * 7), true});
+  // One extension is one ModifyAckDeadline: Google caps an ack deadline at 600 s.
+  const DurationRange kExtension{std::chrono::seconds(1), std::chrono::seconds(600), false};
+  auto seconds = [](std::optional<std::chrono::milliseconds> d) {
+    return d ? std::optional(std::chrono::duration_cast<std::chrono::seconds>(*d)) : std::nullopt;
+  };
+  so.min_duration_per_ack_extension =
+      seconds(o.optional_duration("min_duration_per_ack_extension", "adaptive (10s)", kExtension));
+  so.max_duration_per_ack_extension =
+      seconds(o.optional_duration("max_duration_per_ack_extension", "adaptive (600s)", kExtension));
   so.parallel_pull_count = OptionalInt(o, "parallel_pull_count", "1", IntRange{1, 64});
   so.shutdown_timeout = o.optional_duration("shutdown_timeout", "5s", kTimeout);
   so.subscriber_buffer_max_messages =

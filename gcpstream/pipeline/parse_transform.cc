@@ -129,9 +129,10 @@ TransformSpec ParseTransform(YamlMap m) {
     OrdinalSpec ord;
     ord.attribute = o.optional_string("attribute");
     ord.field = o.optional_string("field");
-    ord.start = o.integer("start", 0,
-                          IntRange{std::numeric_limits<std::int64_t>::min(),
-                                   std::numeric_limits<std::int64_t>::max()});
+    // +-2^53: the numbers a JSON field holds exactly (a double's integers), and far from
+    // overflowing when a record's position is added (INT64_MAX used to wrap around).
+    constexpr std::int64_t kExact = std::int64_t{1} << 53;
+    ord.start = o.integer("start", 0, IntRange{-kExact, kExact});
     if (!ord.attribute && !ord.field) {
       ctx.fail(o.mark(), o.path(), "give attribute (a string attribute) or field (a number)");
     }

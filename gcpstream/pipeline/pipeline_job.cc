@@ -7,6 +7,7 @@
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/bigtable/sink/bigtable_sink.h"
 #include "gcpstream/pipeline/bigtable_row_mapper.h"
+#include "gcpstream/pipeline/option_location.h"
 #include "gcpstream/pipeline/pipeline_source.h"
 #include "gcpstream/pipeline/pubsub_message_mapper.h"
 #include "gcpstream/pipeline/record_filter.h"
@@ -149,7 +150,9 @@ absl::Status AttachSink(const PipelineSpec& spec, DataStream<PipelineRecord> str
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<StreamExecutionEnvironment>> AssembleJob(
+namespace {
+
+absl::StatusOr<std::unique_ptr<StreamExecutionEnvironment>> Assemble(
     const PipelineSpec& spec, const RunOverrides& overrides) {
   auto env = std::make_unique<StreamExecutionEnvironment>(MakeExecutionConfig(spec, overrides));
   GCP_ASSIGN_OR_RETURN(PipelineSource source, MakePipelineSource(spec.source));
@@ -170,6 +173,15 @@ absl::StatusOr<std::unique_ptr<StreamExecutionEnvironment>> AssembleJob(
       kTransformNode);
   transformed.uid("transform");
   GCP_RETURN_IF_ERROR(AttachSink(spec, transformed));
+  return env;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<StreamExecutionEnvironment>> AssembleJob(
+    const PipelineSpec& spec, const RunOverrides& overrides) {
+  auto env = Assemble(spec, overrides);
+  if (!env.ok()) return LocateOptionError(spec.options, env.status());
   return env;
 }
 

@@ -13,6 +13,8 @@ pubsub::PubSubSubscriberOptions SubscriberOptions(const PubSubSourceSpec::Subscr
   out.flow_control_max_outstanding_element_count = in.flow_control_max_outstanding_element_count;
   out.flow_control_max_outstanding_request_bytes = in.flow_control_max_outstanding_request_bytes;
   out.max_ack_extension_period = in.max_ack_extension_period;
+  out.min_duration_per_ack_extension = in.min_duration_per_ack_extension;
+  out.max_duration_per_ack_extension = in.max_duration_per_ack_extension;
   out.parallel_pull_count = in.parallel_pull_count;
   if (in.shutdown_timeout) out.shutdown_timeout = *in.shutdown_timeout;
   if (in.subscriber_buffer_max_messages) {

@@ -36,8 +36,11 @@ struct PubSubSourceSpec {
     std::optional<std::int64_t> flow_control_max_outstanding_element_count;  // 1000
     std::optional<std::int64_t> flow_control_max_outstanding_request_bytes;  // 100 MB
     std::optional<std::chrono::milliseconds> max_ack_extension_period;       // 1 h
-    std::optional<int> parallel_pull_count;                                  // 1
-    std::optional<std::chrono::milliseconds> shutdown_timeout;               // 5 s
+    // Bounds on one lease extension (whole seconds, 1 s..600 s); unset: adaptive 10 s..600 s.
+    std::optional<std::chrono::seconds> min_duration_per_ack_extension;
+    std::optional<std::chrono::seconds> max_duration_per_ack_extension;
+    std::optional<int> parallel_pull_count;                     // 1
+    std::optional<std::chrono::milliseconds> shutdown_timeout;  // 5 s
     std::optional<std::int64_t> subscriber_buffer_max_messages;
     std::optional<std::int64_t> subscriber_buffer_max_bytes;
     std::optional<int> max_records_per_fetch;                           // 1000

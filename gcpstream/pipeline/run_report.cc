@@ -72,15 +72,26 @@ std::string FormatProgress(const ProgressSample& now, const ProgressSample& prev
 std::string FormatSummary(const runtime::JobResult& result, const RunObservations& run) {
   const ProgressSample s = SampleProgress(result.metrics);
   const double seconds = std::max(0.001, result.duration.count() / 1000.0);
+  const double active_seconds = std::max(
+      0.001, (result.duration - std::min(result.duration, run.idle_before_stop)).count() / 1000.0);
+  const double stored = std::max(0.0, s.records_out - s.send_errors);
   std::string out;
   out +=
       fmt::format("job {} ({}): {}\n", result.job_name, result.job_id,
                   result.status.ok() ? std::string("finished") : fmt::format("{}", result.status));
   out += fmt::format("  records    in {}, invalid {}, filtered {}, out {}, skipped {}, failed {}\n",
-                     Count(s.records_in), Count(s.invalid), Count(s.filtered), Count(s.records_out),
+                     Count(s.records_in), Count(s.invalid), Count(s.filtered), Count(stored),
                      Count(s.skipped), Count(s.send_errors));
-  out += fmt::format("  duration   {:.1f} s, throughput {}/s in, {}/s out\n", seconds,
-                     Count(s.records_in / seconds), Count(s.records_out / seconds));
+  if (run.idle_before_stop.count() > 0 && s.records_in > 0) {
+    out += fmt::format(
+        "  duration   {:.1f} s ({:.1f} s active, then idle until the stop), throughput over the "
+        "active time {}/s in, {}/s out\n",
+        seconds, active_seconds, Count(s.records_in / active_seconds),
+        Count(stored / active_seconds));
+  } else {
+    out += fmt::format("  duration   {:.1f} s, throughput {}/s in, {}/s out\n", seconds,
+                       Count(s.records_in / seconds), Count(stored / seconds));
+  }
   out += fmt::format("  checkpoints {} completed in this run", run.checkpoints_completed);
   if (result.last_completed_checkpoint) {
     out += fmt::format(

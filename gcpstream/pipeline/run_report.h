@@ -18,7 +18,7 @@ struct ProgressSample {
   double records_in = 0;   // emitted by the source
   double invalid = 0;      // read by the source but not decodable (numRecordsInErrors)
   double filtered = 0;     // dropped by keep/drop
-  double records_out = 0;  // stored by the sink (numRecordsSend)
+  double records_out = 0;  // handed to the sink's service (numRecordsSend, failed ones included)
   double in_flight = 0;    // sent, not yet answered (inFlightMessages / inFlightEntries)
   double send_errors = 0;  // handed to the failure handler
   double skipped = 0;      // skipped by the sink's serializer
@@ -34,6 +34,9 @@ struct RunObservations {
   std::optional<std::int64_t> last_checkpoint_id;
   std::chrono::milliseconds last_checkpoint_duration{0};
   std::optional<std::string> savepoint_path;
+  // How long the source had emitted nothing when the run was stopped for idleness
+  // (--stop-when-idle); the summary's throughput leaves it out.
+  std::chrono::milliseconds idle_before_stop{0};
 };
 
 // One progress line: rates are per second over `interval` since `previous`.
@@ -41,8 +44,9 @@ struct RunObservations {
 std::string FormatProgress(const ProgressSample& now, const ProgressSample& previous,
                            std::chrono::milliseconds interval, const RunObservations& run);
 
-// The end-of-run summary: status, records in/filtered/out, duration, throughput, checkpoints,
-// restarts, and failures by class.
+// The end-of-run summary: status, records in/filtered/out ("out" counts the records the sink
+// stored: sent minus failed), duration, throughput over the active time (the duration less
+// `run.idle_before_stop`), checkpoints, restarts, and failures by class.
 std::string FormatSummary(const runtime::JobResult& result, const RunObservations& run);
 
 }  // namespace gcpstream::pipeline

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "gcpstream/pipeline/duration_text.h"
+#include "gcpstream/util/utf8.h"
 
 namespace gcpstream::pipeline {
 namespace {
@@ -37,44 +38,6 @@ const char* KindName(const YAML::Node& n) {
     default:
       return "nothing";
   }
-}
-
-// The offset of the first byte that is not part of well-formed UTF-8 (RFC 3629: no overlong
-// forms, no surrogates, nothing above U+10FFFF), if any.
-std::optional<std::size_t> InvalidUtf8At(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = 0;
-    std::uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      n = 1;
-      cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2;
-      cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3;
-      cp = c & 0x07;
-    } else {
-      return i;
-    }
-    for (std::size_t k = 1; k <= n; ++k) {
-      if (i + k >= s.size()) return i;
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-        (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return i;
-    }
-    i += n + 1;
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -184,7 +147,7 @@ std::optional<std::string> YamlContext::substitute(const YAML::Node& scalar,
     out += *value;
     i = close;
   }
-  if (auto bad = InvalidUtf8At(out)) {
+  if (auto bad = util::InvalidUtf8At(out)) {
     fail(scalar.Mark(), path,
          fmt::format("the value is not valid UTF-8 (byte {} of the value); pipeline files and "
                      "the variables they use must be UTF-8",
@@ -218,7 +181,15 @@ bool YamlMap::has(const std::string& key) const {
 
 void YamlMap::note(const std::string& key, const std::string& value, const std::string& def,
                    bool set) {
-  ctx_.record(OptionRecord{key_path(key), ctx_.redact(key_path(key), value), def, set});
+  std::string location;
+  if (set && node_.IsDefined() && node_.IsMap()) {
+    const YAML::Mark mark = get(key).Mark();
+    if (!mark.is_null()) {
+      location = fmt::format("{}:{}:{}", ctx_.file(), mark.line + 1, mark.column + 1);
+    }
+  }
+  ctx_.record(OptionRecord{key_path(key), ctx_.redact(key_path(key), value), def, set,
+                           std::move(location)});
 }
 
 std::optional<std::string> YamlMap::scalar(const std::string& key, const char* expected) {

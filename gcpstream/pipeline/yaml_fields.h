@@ -25,6 +25,7 @@ struct OptionRecord {
   std::string value;          // effective value as text ("" when unset and without default)
   std::string default_value;  // "required", "unset", or the default's text
   bool set = false;           // whether the file gave it
+  std::string location;       // "pipeline.yaml:14:5" where the file gave it; "" when not set
 };
 
 // State shared by every YamlMap of one parse: the file name for messages, the first error,

@@ -164,21 +164,29 @@ void CheckpointCoordinator::trigger(std::optional<SavepointRequest> savepoint, b
               pending_->writing) {
             return;
           }
-          std::string missing;
-          for (int i : pending_->awaiting) {
-            missing +=
-                (missing.empty() ? "" : ", ") + participants_[static_cast<std::size_t>(i)]->name();
-          }
-          abort(id, absl::DeadlineExceededError(fmt::format(
-                        "checkpoint {} expired after {} ms before completing; not acknowledged "
-                        "by: {}",
-                        id, timeout.count(), missing)));
+          abort(id, absl::DeadlineExceededError(
+                        fmt::format("checkpoint {} expired after {} ms before completing; {}", id,
+                                    timeout.count(), describe_awaiting())));
         });
       });
   const CheckpointBarrier barrier = pending_->barrier;
   const std::set<int> targets = pending_->awaiting;
   for (int i : targets) participants_[static_cast<std::size_t>(i)]->trigger_checkpoint(barrier);
   if (targets.empty()) on_acknowledged();
+}
+
+std::string CheckpointCoordinator::describe_awaiting() const {
+  if (!pending_) return "nothing pending";
+  std::string out = "not acknowledged by: ";
+  bool first = true;
+  for (int i : pending_->awaiting) {
+    const CheckpointParticipant* p = participants_[static_cast<std::size_t>(i)];
+    const std::string wait = p->waiting_on();
+    out += fmt::format("{}{}{}", first ? "" : "; ", p->name(),
+                       wait.empty() ? std::string() : fmt::format(" (waiting: {})", wait));
+    first = false;
+  }
+  return out;
 }
 
 void CheckpointCoordinator::acknowledge(std::int64_t checkpoint_id, int participant,

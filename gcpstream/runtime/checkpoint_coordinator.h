@@ -28,6 +28,9 @@ class CheckpointParticipant {
   virtual void trigger_checkpoint(const CheckpointBarrier& barrier) = 0;
   virtual void notify_checkpoint_complete(std::int64_t checkpoint_id) = 0;
   virtual void notify_checkpoint_aborted(std::int64_t checkpoint_id) = 0;
+  // Thread-safe: what the participant is blocked on right now, in words ("" when it is not in
+  // a described wait). Named by a checkpoint that times out.
+  virtual std::string waiting_on() const { return {}; }
 };
 
 // What one subtask snapshotted: per operator uid, its lists.
@@ -98,6 +101,8 @@ class CheckpointCoordinator {
     bool writing = false;
   };
 
+  // "not acknowledged by: <subtask> (waiting: <what>); ..." for the pending checkpoint.
+  std::string describe_awaiting() const;
   void schedule_periodic(std::chrono::milliseconds delay);
   void trigger(std::optional<SavepointRequest> savepoint, bool periodic);
   void on_acknowledged();

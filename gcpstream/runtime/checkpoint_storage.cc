@@ -212,8 +212,11 @@ absl::StatusOr<CompletedCheckpoint> CheckpointStorage::read(const std::string& d
   }
   GCP_ASSIGN_OR_RETURN(std::string bytes, ReadFile(dir + "/" + kMetadata));
   proto::CheckpointMetadata metadata;
-  if (!metadata.ParseFromString(bytes)) {
-    return absl::DataLossError(fmt::format("{}/{} is corrupt", dir, kMetadata));
+  if (bytes.empty() || !metadata.ParseFromString(bytes) || metadata.format_version() == 0) {
+    // Every version this code ever wrote is >= 1: an empty or versionless file is damage, not
+    // an old format.
+    return absl::DataLossError(
+        fmt::format("{}/{} is corrupt{}", dir, kMetadata, bytes.empty() ? " (empty)" : ""));
   }
   if (metadata.format_version() != kFormatVersion) {
     return absl::FailedPreconditionError(
@@ -350,29 +353,83 @@ absl::StatusOr<std::vector<std::string>> CheckpointStorage::apply_retention(
   return removed;
 }
 
-absl::StatusOr<std::string> CheckpointStorage::find_restore_point(
-    const std::string& checkpoint_dir, const std::string& savepoint_dir) {
-  namespace fs = std::filesystem;
-  std::optional<std::string> best;
-  fs::file_time_type best_time;
+namespace {
+
+// The chk-<n> directories under `root`: root itself when it is one, its chk-<n>, and the
+// chk-<n> of each job directory in it.
+std::vector<fs::path> CheckpointDirs(const fs::path& root) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return out;
+  if (HasMetadata(root) || CheckpointNumber(root) >= 0) {
+    out.push_back(root);
+    return out;
+  }
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    if (!entry.is_directory()) continue;
+    if (CheckpointNumber(entry.path()) >= 0) {
+      out.push_back(entry.path());
+      continue;
+    }
+    std::error_code inner;
+    for (const auto& nested : fs::directory_iterator(entry.path(), inner)) {
+      if (nested.is_directory() && CheckpointNumber(nested.path()) >= 0) {
+        out.push_back(nested.path());
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> CheckpointStorage::list_restore_points(const std::string& checkpoint_dir,
+                                                                const std::string& savepoint_dir) {
+  struct Candidate {
+    fs::file_time_type written;
+    std::int64_t number;
+    fs::path dir;
+  };
+  std::vector<Candidate> candidates;
   auto consider = [&](const fs::path& dir) {
     std::error_code ec;
-    const auto written = fs::last_write_time(dir / "_metadata", ec);
-    if (!ec && (!best || written > best_time)) {
-      best = dir.string();
-      best_time = written;
-    }
+    const auto written = fs::last_write_time(dir / kMetadata, ec);
+    if (!ec) candidates.push_back({written, CheckpointNumber(dir), dir});
   };
-  if (auto latest = find_latest(checkpoint_dir); latest.ok()) consider(*latest);
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(savepoint_dir, ec)) {
-    if (entry.is_directory()) consider(entry.path());
+  for (const auto& dir : CheckpointDirs(checkpoint_dir)) consider(dir);
+  if (!savepoint_dir.empty()) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(savepoint_dir, ec)) {
+      if (entry.is_directory()) consider(entry.path());
+    }
   }
-  if (!best) {
+  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+    if (a.written != b.written) return a.written > b.written;
+    return a.number > b.number;
+  });
+  std::vector<std::string> out;
+  out.reserve(candidates.size());
+  for (auto& c : candidates) out.push_back(c.dir.string());
+  return out;
+}
+
+std::vector<std::string> CheckpointStorage::list_incomplete(const std::string& checkpoint_dir) {
+  std::vector<std::string> out;
+  for (const auto& dir : CheckpointDirs(checkpoint_dir)) {
+    if (!HasMetadata(dir)) out.push_back(dir.string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+absl::StatusOr<std::string> CheckpointStorage::find_restore_point(
+    const std::string& checkpoint_dir, const std::string& savepoint_dir) {
+  auto points = list_restore_points(checkpoint_dir, savepoint_dir);
+  if (points.empty()) {
     return absl::NotFoundError(fmt::format("no complete checkpoint under {} nor savepoint under {}",
                                            checkpoint_dir, savepoint_dir));
   }
-  return *best;
+  return points.front();
 }
 
 }  // namespace gcpstream::runtime

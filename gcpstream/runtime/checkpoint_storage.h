@@ -48,6 +48,19 @@ class CheckpointStorage {
   static absl::StatusOr<std::string> find_restore_point(const std::string& checkpoint_dir,
                                                         const std::string& savepoint_dir);
 
+  // Every complete checkpoint a restart could continue from, newest first (by when its
+  // `_metadata` was written; the higher chk-<n> on a tie): the chk-<n> under `checkpoint_dir`
+  // (itself a checkpoint, a job directory or a base directory of job directories) and the
+  // savepoints directly under `savepoint_dir`. find_restore_point() is the first of these. Only
+  // whether `_metadata` exists is checked here; read() verifies the content. Empty when there
+  // is none (a missing directory is none).
+  static std::vector<std::string> list_restore_points(const std::string& checkpoint_dir,
+                                                      const std::string& savepoint_dir);
+
+  // The chk-<n> under `checkpoint_dir` (same nesting as above) that have no `_metadata`: a
+  // checkpoint being written when its job stopped, or one whose `_metadata` was removed.
+  static std::vector<std::string> list_incomplete(const std::string& checkpoint_dir);
+
   // Removes a checkpoint directory, `_metadata` first so a partial removal is never mistaken
   // for a complete checkpoint.
   static absl::Status remove(const std::string& dir);

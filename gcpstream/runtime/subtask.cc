@@ -1,11 +1,12 @@
 #include "gcpstream/runtime/subtask.h"
 
-#include <exception>
-
 #include <fmt/format.h>
+
+#include <exception>
 
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/util/absl_fmt.h"
+#include "gcpstream/util/wait_notice.h"
 
 namespace gcpstream::runtime {
 namespace {
@@ -36,8 +37,8 @@ Subtask::~Subtask() { join(); }
 OperatorContext& Subtask::new_operator_context(const std::string& operator_name,
                                                const std::string& uid, int priority) {
   executors_.push_back(mailbox_.executor(priority));
-  timer_services_.push_back(std::make_unique<MailboxTimerService>(
-      services_.timers, mailbox_.shared_mailbox(), priority));
+  timer_services_.push_back(
+      std::make_unique<MailboxTimerService>(services_.timers, mailbox_.shared_mailbox(), priority));
   OperatorContext& ctx = contexts_.emplace_back();
   ctx.operator_name = operator_name;
   ctx.operator_uid = uid;
@@ -72,6 +73,8 @@ void Subtask::start(std::function<void(Subtask&, absl::Status)> on_done) {
     on_done(*this, status);
   });
 }
+
+std::string Subtask::waiting_on() const { return util::WaitNotice::of(thread_.get_id()); }
 
 void Subtask::join() {
   if (thread_.joinable()) thread_.join();
@@ -131,15 +134,15 @@ absl::Status Subtask::perform_checkpoint(const CheckpointBarrier& barrier) {
                                 [&] { return it->op->prepare_snapshot_pre_barrier(id); }));
     }
     for (auto it = operators_.rbegin(); it != operators_.rend(); ++it) {
-      GCP_RETURN_IF_ERROR(Guard("emit_barrier", it->uid,
-                                [&] { return it->op->emit_barrier(barrier); }));
+      GCP_RETURN_IF_ERROR(
+          Guard("emit_barrier", it->uid, [&] { return it->op->emit_barrier(barrier); }));
     }
   }
   SubtaskSnapshot snapshot;
   for (auto& entry : operators_) {
     OperatorStateWriter state;
-    GCP_RETURN_IF_ERROR(Guard("snapshot_state", entry.uid,
-                              [&] { return entry.op->snapshot_state(id, state); }));
+    GCP_RETURN_IF_ERROR(
+        Guard("snapshot_state", entry.uid, [&] { return entry.op->snapshot_state(id, state); }));
     if (state.lists().empty()) continue;
     snapshot.operators.push_back(
         {entry.uid, parallelism_, index_, std::move(state.mutable_lists())});
@@ -157,9 +160,8 @@ absl::Status Subtask::perform_checkpoint(const CheckpointBarrier& barrier) {
 
 absl::Status Subtask::on_complete(std::int64_t checkpoint_id) {
   for (auto& entry : operators_) {
-    GCP_RETURN_IF_ERROR(Guard("notify_checkpoint_complete", entry.uid, [&] {
-      return entry.op->notify_checkpoint_complete(checkpoint_id);
-    }));
+    GCP_RETURN_IF_ERROR(Guard("notify_checkpoint_complete", entry.uid,
+                              [&] { return entry.op->notify_checkpoint_complete(checkpoint_id); }));
   }
   if (first_after_finish_ && checkpoint_id >= *first_after_finish_) final_done_ = true;
   if (stop_id_ && checkpoint_id >= *stop_id_) {

@@ -61,6 +61,7 @@ class Subtask final : public BarrierHandler, public CheckpointParticipant {
   void trigger_checkpoint(const CheckpointBarrier& barrier) override;
   void notify_checkpoint_complete(std::int64_t checkpoint_id) override;
   void notify_checkpoint_aborted(std::int64_t checkpoint_id) override;
+  std::string waiting_on() const override;
 
   // BarrierHandler
   absl::Status on_aligned_barrier(const CheckpointBarrier& barrier) override;

@@ -39,6 +39,10 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--allow-non-restored-state", run.allow_non_restored_state,
                     "with --restore: restore a checkpoint of a changed pipeline; operators whose "
                     "source or sink changed start without state");
+  run_cmd->add_flag("--restore-fallback", run.restore_fallback,
+                    "with --restore: when the newest checkpoint or savepoint is damaged, continue "
+                    "from the newest one that reads correctly (records after it may be written "
+                    "again)");
 
   std::string describe_file;
   auto* describe_cmd = app.add_subcommand(

@@ -15,6 +15,7 @@
 #include "gcpstream/pipeline/describe.h"
 #include "gcpstream/pipeline/duration_text.h"
 #include "gcpstream/pipeline/pipeline_job.h"
+#include "gcpstream/pipeline/redelivery_grace.h"
 #include "gcpstream/pipeline/restore_point.h"
 #include "gcpstream/pipeline/run_report.h"
 #include "gcpstream/pipeline/spec_parser.h"
@@ -39,8 +40,8 @@ struct RunState {
   std::condition_variable cv;
   bool finished = false;
   RunObservations observations;
-  bool cancelled_by_user = false;  // SIGINT
-  bool cancelled_by_term = false;  // a second SIGTERM
+  bool cancelled_by_user = false;                    // SIGINT
+  bool cancelled_by_term = false;                    // a second SIGTERM
   std::chrono::steady_clock::time_point first_term;  // when the first SIGTERM arrived
   std::thread stopper;  // runs stop_with_savepoint (it blocks until the savepoint completed)
   bool stopping = false;
@@ -120,7 +121,23 @@ int Run(const RunFlags& flags) {
     }
     idle_limit = *d;
   }
+  if (flags.checkpoint_dir && flags.checkpoint_dir->empty()) {
+    std::fprintf(stderr, "--checkpoint-dir: must not be empty\n");
+    return 2;
+  }
+  if (flags.savepoint_dir && flags.savepoint_dir->empty()) {
+    std::fprintf(stderr, "--savepoint-dir: must not be empty\n");
+    return 2;
+  }
+  if (flags.restore_fallback && !flags.restore) {
+    std::fprintf(stderr, "--restore-fallback: only with --restore\n");
+    return 2;
+  }
   const std::string checkpoint_dir = overrides.checkpoint_dir.value_or(spec->checkpointing.dir);
+  std::chrono::milliseconds idle_grace{0};
+  const std::string savepoint_dir = flags.savepoint_dir.value_or(
+      checkpoint_dir.empty() ? std::string("savepoints")
+                             : pipeline::DefaultSavepointDir(checkpoint_dir));
   if (flags.restore) {
     if (checkpoint_dir.empty()) {
       std::fprintf(stderr,
@@ -128,22 +145,53 @@ int Run(const RunFlags& flags) {
                    "checkpointing.dir)\n");
       return 2;
     }
-    auto point = pipeline::FindRestorePoint(checkpoint_dir);
-    if (point.ok()) {
-      overrides.restore_from = *point;
+    auto choice =
+        pipeline::ChooseRestorePoint(checkpoint_dir, savepoint_dir, flags.restore_fallback);
+    if (!choice.ok()) {
+      std::fprintf(stderr, "--restore: %s\n", std::string(choice.status().message()).c_str());
+      return 1;
+    }
+    for (const auto& [path, why] : choice->skipped) {
+      spdlog::warn("--restore-fallback: passing over {}: {}", path, why.message());
+    }
+    if (!choice->path.empty()) {
+      overrides.restore_from = choice->path;
       overrides.allow_non_restored_state = flags.allow_non_restored_state;
+    } else if (!choice->incomplete.empty()) {
+      spdlog::warn(
+          "--restore: no complete checkpoint or savepoint under {} or {}; {} incomplete one{} "
+          "(no _metadata: in progress when the job stopped) such as {}; starting from the "
+          "beginning",
+          checkpoint_dir, savepoint_dir, choice->incomplete.size(),
+          choice->incomplete.size() == 1 ? "" : "s", choice->incomplete.back());
     } else {
-      spdlog::info("--restore: {}; starting from the beginning", point.status().message());
+      spdlog::info("--restore: nothing to restore under {} or {}; starting from the beginning",
+                   checkpoint_dir, savepoint_dir);
+    }
+    // Unless it stopped with a savepoint (which nacks what it held), the previous run may have
+    // died holding leased messages: they come back only when those leases lapse, so idleness
+    // is counted after that.
+    if (!choice->is_savepoint && idle_limit) {
+      idle_grace = pipeline::RedeliveryGraceAfterCrash(*spec);
+      if (idle_grace.count() > 0) {
+        spdlog::info(
+            "--stop-when-idle: not restoring a savepoint, so the previous run may have died "
+            "holding messages; they return when their leases lapse (up to {}), and idleness is "
+            "counted from then on",
+            pipeline::FormatDuration(idle_grace));
+      }
     }
   }
-  const std::string savepoint_dir = flags.savepoint_dir.value_or(
-      checkpoint_dir.empty() ? std::string("savepoints")
-                             : pipeline::DefaultSavepointDir(checkpoint_dir));
 
   auto env = pipeline::AssembleJob(*spec, overrides);
   if (!env.ok()) {
-    std::fprintf(stderr, "%s: %s\n", flags.pipeline_file.c_str(),
-                 std::string(env.status().message()).c_str());
+    // A located error already starts with the file's name.
+    const std::string message(env.status().message());
+    if (message.rfind(flags.pipeline_file + ":", 0) == 0) {
+      std::fprintf(stderr, "%s\n", message.c_str());
+    } else {
+      std::fprintf(stderr, "%s: %s\n", flags.pipeline_file.c_str(), message.c_str());
+    }
     return 2;
   }
 
@@ -222,7 +270,8 @@ int Run(const RunFlags& flags) {
   ProgressSample previous;
   auto previous_at = Clock::now();
   auto last_log = Clock::now();
-  auto last_input_change = Clock::now();
+  const auto started = Clock::now();
+  auto last_input_change = started;
   double last_input = 0;
   while (true) {
     {
@@ -258,7 +307,15 @@ int Run(const RunFlags& flags) {
       previous_at = now;
       last_log = now;
     }
-    if (idle_limit && now - last_input_change >= *idle_limit) {
+    // Nothing counts as idle before the redelivery grace has passed.
+    if (idle_limit && now - std::max(last_input_change, started + idle_grace) >= *idle_limit) {
+      {
+        std::lock_guard lock(state.mu);
+        if (!state.stopping) {
+          state.observations.idle_before_stop =
+              std::chrono::duration_cast<std::chrono::milliseconds>(now - last_input_change);
+        }
+      }
       RequestStop(*runner, state, savepoint_dir,
                   fmt::format("no input for {}", pipeline::FormatDuration(*idle_limit)));
     }

@@ -17,6 +17,7 @@ struct RunFlags {
   std::optional<std::string> stop_when_idle;  // duration text
   std::optional<std::string> savepoint_dir;
   bool allow_non_restored_state = false;
+  bool restore_fallback = false;
 };
 
 // `gcpstream run`: assembles the pipeline, runs it with live progress, handles SIGTERM (stop

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "gcpstream/util/absl_fmt.h"
+#include "gcpstream/util/utf8.h"
 
 namespace gcpstream::bigtable {
 
@@ -121,6 +122,21 @@ absl::Status ValidateEntry(const google::bigtable::v2::MutateRowsRequest::Entry&
         key, entry.mutations_size(), kMaxMutationsPerRequest));
   }
   for (const auto& m : entry.mutations()) {
+    // Family names are protobuf strings: a name that is not UTF-8 makes a request the service
+    // cannot parse, so the entry fails here, alone, before any RPC.
+    const std::string* family = nullptr;
+    if (m.has_set_cell()) family = &m.set_cell().family_name();
+    if (m.has_delete_from_column()) family = &m.delete_from_column().family_name();
+    if (m.has_delete_from_family()) family = &m.delete_from_family().family_name();
+    if (m.has_add_to_cell()) family = &m.add_to_cell().family_name();
+    if (m.has_merge_to_cell()) family = &m.merge_to_cell().family_name();
+    if (family != nullptr) {
+      if (auto at = util::InvalidUtf8At(*family)) {
+        return absl::InvalidArgumentError(fmt::format(
+            "the entry for row '{}' names a column family that is not valid UTF-8 (byte {})", key,
+            *at));
+      }
+    }
     if (!m.has_set_cell()) continue;
     // -1 asks the server for its time; otherwise microseconds at the table's millisecond
     // granularity. The emulator answers anything else with UNKNOWN/INTERNAL, which reads as

@@ -262,7 +262,8 @@ connector::AsyncSinkWriterSettings Settings(const BigtableWriterOptions& o) {
              .element_metric = "Entries",
              .destination = "table",
              .client = "batcher",
-             .live_destinations = "live tables"};
+             .live_destinations = "live tables",
+             .request = "MutateRows"};
   s.max_in_flight_count = o.max_in_flight_entries;
   s.max_in_flight_bytes = o.max_in_flight_bytes;
   s.progress.connector = "Bigtable";

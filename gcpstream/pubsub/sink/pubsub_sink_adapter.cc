@@ -13,6 +13,7 @@
 #include "gcpstream/connector/status_classifier.h"
 #include "gcpstream/pubsub/admin/resource_names.h"
 #include "gcpstream/pubsub/sink/failed_message.h"
+#include "gcpstream/util/utf8.h"
 
 namespace gcpstream::pubsub {
 namespace {
@@ -121,6 +122,21 @@ class PubSubSinkAdapter final : public connector::AsyncSinkAdapter<TopicDestinat
           "bytes with the request's own fields)",
           m.ByteSizeLong(), topic.resource_name(), kMaxPublishRequestBytes));
     }
+    // Attributes and the ordering key are protobuf strings: bytes that are not UTF-8 make a
+    // request the service cannot parse, so the message fails here, alone, before any RPC.
+    auto not_utf8 = [&](std::string_view what, std::string_view bytes) -> absl::Status {
+      auto at = util::InvalidUtf8At(bytes);
+      if (!at) return absl::OkStatus();
+      return absl::InvalidArgumentError(fmt::format(
+          "a message for {} has {} that is not valid UTF-8 (byte {}); Pub/Sub attributes and "
+          "ordering keys must be UTF-8 (put binary data in the message's data)",
+          topic.resource_name(), what, *at));
+    };
+    GCP_RETURN_IF_ERROR(not_utf8("an ordering key", m.ordering_key()));
+    for (const auto& [key, value] : m.attributes()) {
+      GCP_RETURN_IF_ERROR(not_utf8("an attribute name", key));
+      GCP_RETURN_IF_ERROR(not_utf8(fmt::format("the value of attribute '{}'", key), value));
+    }
     if (!m.ordering_key().empty() && !config_.options.enable_message_ordering) {
       return absl::FailedPreconditionError(fmt::format(
           "a message for {} carries ordering key '{}' but enable_message_ordering is false; "
@@ -201,7 +217,8 @@ connector::AsyncSinkWriterSettings Settings(const PubSubPublisherOptions& o) {
              .element_metric = "Messages",
              .destination = "topic",
              .client = "publisher",
-             .live_destinations = "topics"};
+             .live_destinations = "topics",
+             .request = "Publish"};
   s.max_in_flight_count = o.max_in_flight_messages;
   s.max_in_flight_bytes = o.max_in_flight_bytes;
   s.progress.connector = "Pub/Sub";

@@ -53,6 +53,10 @@ TEST(CliTest, EveryUsageErrorExitsTwoNamingTheFlag) {
            {"run " + pipeline + " --checkpoint-interval 1ms", "--checkpoint-interval"},
            {"run " + pipeline + " --checkpoint-interval 100000d", "--checkpoint-interval"},
            {"run " + pipeline + " --no-such-flag", "--no-such-flag"},
+           // An empty folder used to mean in-memory checkpoints, silently.
+           {"run " + pipeline + " --checkpoint-dir ''", "--checkpoint-dir"},
+           {"run " + pipeline + " --savepoint-dir ''", "--savepoint-dir"},
+           {"run " + pipeline + " --restore-fallback", "--restore-fallback"},
            {"run", "pipeline"},
            {"", "subcommand"}}) {
     Ran ran = RunCli(args);

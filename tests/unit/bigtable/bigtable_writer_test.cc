@@ -440,6 +440,21 @@ TEST_F(BigtableWriterTest, ACellTimestampTheServiceRefusesIsARecordFailureBefore
   }
 }
 
+TEST_F(BigtableWriterTest, AFamilyNameThatIsNotUtf8IsARecordFailureBeforeAnyRpc) {
+  // A protobuf string: the service cannot parse a request carrying it.
+  RowMutationEntry bad("k");
+  bad.set_cell("f\xc0", "q", 1000, "v");
+  const absl::Status s = ValidateEntry(std::move(bad).release());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("not valid UTF-8 (byte 1)"));
+  RowMutationEntry deletes("k");
+  deletes.delete_family("\xff");
+  EXPECT_EQ(ValidateEntry(std::move(deletes).release()).code(), absl::StatusCode::kInvalidArgument);
+  RowMutationEntry good("k");
+  good.set_cell("f", "q\xff binary qualifiers are bytes", 1000, "\xff");
+  EXPECT_TRUE(ValidateEntry(std::move(good).release()).ok());
+}
+
 TEST_F(BigtableWriterTest, AnInvalidTableIdIsAConfigurationErrorNeverARecordFailure) {
   auto fixed = builder().table(TableDestination::of("p", "i1", "bad/table")).build();
   ASSERT_FALSE(fixed.ok());

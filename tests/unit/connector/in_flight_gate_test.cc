@@ -13,8 +13,8 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
-ProgressPolicy Policy(std::chrono::milliseconds warn, std::optional<std::chrono::milliseconds>
-                                                         timeout = std::nullopt) {
+ProgressPolicy Policy(std::chrono::milliseconds warn,
+                      std::optional<std::chrono::milliseconds> timeout = std::nullopt) {
   ProgressPolicy p;
   p.connector = "Bigtable";
   p.completion = "mutation";
@@ -98,6 +98,36 @@ TEST(InFlightGateTest, WarnsAtMostOncePerIntervalWhileStalled) {
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_GE(gate.warnings(), 3);
   EXPECT_LE(gate.warnings(), 6) << "at most one warning per 40 ms over 230 ms";
+}
+
+// A completion early in a wait used to be noticed only at the first warning time, which then
+// restarted the count: a "no mutation for 60 s" warning came after 120 s. The stall is now
+// dated from within a tenth of the interval of the last completion.
+TEST(InFlightGateTest, TheFirstStallWarningComesOneIntervalAfterTheLastCompletion) {
+  testing::TestMailbox mb;
+  InFlightGate gate(10, 1 << 20, Policy(1s), mb.executor());
+  gate.acquire(1);
+  gate.acquire(1);
+  auto complete_one = [&] {
+    mb.executor().execute(
+        [&] {
+          gate.release(1);
+          return absl::OkStatus();
+        },
+        "completion");
+  };
+  int warnings_at_end = -1;
+  std::thread completer([&] {
+    std::this_thread::sleep_for(50ms);
+    complete_one();  // the last completion for 1.55 s
+    std::this_thread::sleep_for(1550ms);
+    complete_one();  // ends the drain
+  });
+  absl::Status s = gate.drain("flush");
+  warnings_at_end = gate.warnings();
+  completer.join();
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(warnings_at_end, 1) << "1.55 s without a completion at a 1 s interval: one warning";
 }
 
 TEST(InFlightGateTest, SleepYieldingRunsMailsMeanwhile) {

@@ -288,6 +288,10 @@ TEST_P(SinkConformanceTest, AStalledWaitWarnsOnTimeNamingTheConnectorAndTheWait)
   EXPECT_GE(count, 4) << warnings;
   EXPECT_THAT(warnings, HasSubstr(harness_->connector()));
   EXPECT_THAT(warnings, HasSubstr("flushing for a checkpoint"));
+  // ... and what it waits on: the destination with work in flight and the call carrying it.
+  EXPECT_THAT(warnings, HasSubstr("pending: 1 "));
+  EXPECT_THAT(warnings, HasSubstr("d1"));
+  EXPECT_THAT(warnings, HasSubstr("responses)"));
   ASSERT_TRUE(harness_->close().ok());
 }
 

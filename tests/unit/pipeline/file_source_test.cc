@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <tuple>
 
 #include "gcpstream/pipeline/record_json.h"
 #include "gcpstream/runtime/builtin/collect_sink.h"
@@ -175,6 +176,29 @@ TEST(FileSource, MalformedFramingAndNonObjectsFail) {
   const absl::Status second = SecondRecordStatus(spec);
   ASSERT_FALSE(second.ok());
   EXPECT_THAT(std::string(second.message()), HasSubstr("byte 8 is not an object"));
+}
+
+// These arrays used to be read as if they were well formed (exit 0 on a broken file).
+TEST(FileSource, AnArrayWithAnEmptyElementOrAMissingCommaFailsNamingTheByte) {
+  FileSourceSpec spec;
+  for (const auto& [name, text, what] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"empty.json", "[{\"a\":1},,{\"b\":2}]", "unexpected ',' at byte 9"},
+           {"leading.json", "[,{\"a\":1}]", "unexpected ',' at byte 1"},
+           {"trailing.json", "[{\"a\":1},]", "unexpected ']' at byte 9"},
+           {"missing.json", "[{\"a\":1} {\"b\":2}]", "',' is missing"},
+           {"scalars.json", "[1 2]", "',' is missing"}}) {
+    spec.path = WriteFile(name, text);
+    auto splits = PlanFileSplits(spec);
+    ASSERT_FALSE(splits.ok()) << name << " was accepted";
+    EXPECT_EQ(splits.status().code(), absl::StatusCode::kInvalidArgument) << name;
+    EXPECT_THAT(std::string(splits.status().message()), HasSubstr(what)) << name;
+  }
+  // Well formed, with blanks around the commas: still one split of two records.
+  spec.path = WriteFile("fine.json", "[ {\"a\":1} ,\n {\"b\":2} ]\n");
+  auto splits = PlanFileSplits(spec);
+  ASSERT_TRUE(splits.ok()) << splits.status();
+  EXPECT_EQ(splits->size(), 1u);
 }
 
 TEST(FileSource, DeeplyNestedJsonFailsNamingTheByteOffsetInsteadOfCrashing) {

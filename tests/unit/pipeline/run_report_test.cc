@@ -37,5 +37,35 @@ TEST(RunReportTest, MessagesTheSourceCouldNotDecodeAreCountedInTheSummaryAndTheP
               ::testing::Not(HasSubstr("invalid")));
 }
 
+// numRecordsSend counts what the sink sent, failures included: "out" must not report records
+// the failure handler then dropped as if they were stored.
+TEST(RunReportTest, OutCountsStoredRecordsNotFailedOnes) {
+  runtime::JobResult result;
+  result.job_name = "p";
+  result.duration = std::chrono::seconds(10);
+  result.metrics = {Sample(kSourceNode, "numRecordsOut", 100),
+                    Sample(kSinkNode, "numRecordsSend", 100),
+                    Sample(kSinkNode, "numRecordsSendErrors", 30)};
+  const std::string summary = FormatSummary(result, {});
+  EXPECT_THAT(summary, HasSubstr("out 70, skipped 0, failed 30"));
+  EXPECT_THAT(summary, HasSubstr("throughput 10/s in, 7/s out"));
+}
+
+// A run stopped by --stop-when-idle spent its last stretch waiting: throughput is over the
+// time it was reading, not the whole duration.
+TEST(RunReportTest, ThroughputOfARunStoppedWhenIdleLeavesTheIdleTimeOut) {
+  runtime::JobResult result;
+  result.job_name = "p";
+  result.duration = std::chrono::seconds(30);
+  result.metrics = {Sample(kSourceNode, "numRecordsOut", 1000),
+                    Sample(kSinkNode, "numRecordsSend", 1000)};
+  RunObservations run;
+  run.idle_before_stop = std::chrono::seconds(20);
+  const std::string summary = FormatSummary(result, run);
+  EXPECT_THAT(summary, HasSubstr("30.0 s (10.0 s active"));
+  EXPECT_THAT(summary, HasSubstr("100/s in, 100/s out"));
+  EXPECT_THAT(FormatSummary(result, {}), HasSubstr("throughput 33/s in, 33/s out"));
+}
+
 }  // namespace
 }  // namespace gcpstream::pipeline

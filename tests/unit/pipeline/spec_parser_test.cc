@@ -6,7 +6,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+
+#include "gcpstream/pipeline/pipeline_job.h"
 
 namespace gcpstream::pipeline {
 namespace {
@@ -128,6 +131,32 @@ TEST(SpecParser, IntegersOutsideTheirRangeAreRefusedNotTruncated) {
   spec = Parse(std::string(kMinimal) + "checkpointing:\n  retained: 2147483648\n");
   ASSERT_FALSE(spec.ok());
   EXPECT_THAT(std::string(spec.status().message()), HasSubstr("allowed 1..1000"));
+  // A first ordinal near INT64_MAX wrapped around to negative numbers once records were added.
+  std::string ordinal(kMinimal);
+  ordinal.replace(ordinal.find("  to_pubsub:"), 0,
+                  "  ordinal: {attribute: seq, start: 9223372036854775807}\n");
+  spec = Parse(ordinal);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("transform.ordinal.start"));
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr("allowed -9007199254740992..9007199254740992"));
+}
+
+// A connector builder refuses a combination the parser let through: the error used to read
+// "sink: retry_total_timeout and ... cannot be set ..." with no place in the file.
+TEST(SpecParser, AnErrorFromAConnectorBuilderNamesTheFileLineAndOption) {
+  const std::string text = std::string(kMinimal) + "    retry_total_timeout: 1s\n";
+  auto spec = Parse(text);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto env = AssembleJob(*spec, {});
+  ASSERT_FALSE(env.ok());
+  const int line = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  EXPECT_THAT(std::string(env.status().message()),
+              ::testing::StartsWith(fmt::format(
+                  "p.yaml:{}:26: sink.publisher_options.retry_total_timeout: retry_total_timeout "
+                  "and retry_max_attempts cannot be set",
+                  line)));
+  EXPECT_EQ(env.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(SpecParser, AValueFromTheEnvironmentIsNeverEchoedInAnError) {
@@ -272,6 +301,7 @@ TEST(SpecParser, ReadsThePubSubSourceOptions) {
   subscriber_options:
     parallel_pull_count: 2
     max_ack_extension_period: 30min
+    max_duration_per_ack_extension: 45s
     first_checkpoint_timeout: 0
 transform:
   to_bigtable:
@@ -297,6 +327,8 @@ sink: {type: bigtable, project: p, instance: i, table: t}
   EXPECT_EQ(src.subscriber_options.max_ack_extension_period, std::chrono::minutes(30));
   EXPECT_EQ(src.subscriber_options.first_checkpoint_timeout, std::chrono::milliseconds(0));
   EXPECT_FALSE(src.subscriber_options.shutdown_timeout.has_value());
+  EXPECT_EQ(src.subscriber_options.max_duration_per_ack_extension, std::chrono::seconds(45));
+  EXPECT_FALSE(src.subscriber_options.min_duration_per_ack_extension.has_value());
 }
 
 TEST(SpecParser, PubSubSourceTypoInSubscriptionIsNamed) {

@@ -55,6 +55,9 @@ class PubSubWriterTest : public ::testing::Test {
                   if (e.data == "throw") throw std::runtime_error("cannot encode");
                   google::pubsub::v1::PubsubMessage m;
                   m.set_data(e.data);
+                  // "attr:<value>" carries <value> as attribute "a" (for the UTF-8 test).
+                  if (e.data.rfind("attr:", 0) == 0)
+                    (*m.mutable_attributes())["a"] = e.data.substr(5);
                   return m;
                 })
                 .with_ordering_key([](const Event& e) { return e.key; }))
@@ -404,7 +407,7 @@ TEST_F(PubSubWriterTest, AnInvalidTopicIdIsAConfigurationErrorNeverARecordFailur
     EXPECT_FALSE(ValidateResourceId("topic", bad).ok()) << bad;
   }
   for (const std::string& good : {std::string("abc"), std::string("Orders.v2"),
-                                 std::string("a-b_c~d+e%f"), std::string(255, 'a')}) {
+                                  std::string("a-b_c~d+e%f"), std::string(255, 'a')}) {
     EXPECT_TRUE(ValidateResourceId("topic", good).ok()) << good;
   }
   EXPECT_FALSE(ValidateResourceId("topic", std::string(256, 'a')).ok());
@@ -445,6 +448,30 @@ TEST_F(PubSubWriterTest, AMessageThatCannotFitInAPublishRequestIsARecordFailureN
   EXPECT_EQ(code, absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(factory_->latest("topic-1"), nullptr) << "nothing was published";
   ASSERT_TRUE(w->write({"topic-1", std::string(9'000'000, 'x')}, ctx_).ok()) << "under the limit";
+  ASSERT_NE(factory_->latest("topic-1"), nullptr);
+  EXPECT_EQ(factory_->latest("topic-1")->size(), 1u);
+  factory_->latest("topic-1")->complete_all();
+  ASSERT_TRUE(w->flush(false).ok());
+  ASSERT_TRUE(w->close().ok());
+}
+
+// Attributes are protobuf strings: a value that is not UTF-8 made a request the service could
+// not parse. It fails alone, as a record, before any RPC.
+TEST_F(PubSubWriterTest, AnAttributeThatIsNotUtf8IsARecordFailureBeforeAnyRpc) {
+  int handled = 0;
+  std::string message;
+  auto w = writer(builder().failed_message_handler(
+      connector::FailureHandler::custom([&](const connector::FailedElement& e) {
+        ++handled;
+        message = std::string(e.status().message());
+        EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+        return absl::OkStatus();
+      })));
+  ASSERT_TRUE(w->write({"topic-1", "attr:ok\xff"}, ctx_).ok());
+  EXPECT_EQ(handled, 1);
+  EXPECT_THAT(message, HasSubstr("the value of attribute 'a' that is not valid UTF-8 (byte 2)"));
+  EXPECT_EQ(factory_->latest("topic-1"), nullptr) << "nothing was published";
+  ASSERT_TRUE(w->write({"topic-1", "attr:caf\xc3\xa9"}, ctx_).ok()) << "valid UTF-8";
   ASSERT_NE(factory_->latest("topic-1"), nullptr);
   EXPECT_EQ(factory_->latest("topic-1")->size(), 1u);
   factory_->latest("topic-1")->complete_all();

@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "gcpstream/connector/in_flight_gate.h"
 #include "gcpstream/runtime/builtin/collect_sink.h"
 #include "gcpstream/runtime/builtin/number_sequence_source.h"
 #include "gcpstream/runtime/checkpoint_storage.h"
@@ -164,8 +165,13 @@ class StallingSink final : public Sink<std::int64_t> {
       }
       absl::Status flush(bool end_of_input) override {
         if (end_of_input) return absl::OkStatus();
-        // Waits (yielding) for a completion that never comes.
-        return mailbox_.yield_until([] { return false; });
+        // Waits (yielding), as every sink does, for a completion that never comes.
+        connector::ProgressPolicy policy;
+        policy.connector = "Test";
+        policy.stall_warning_interval = std::chrono::milliseconds(20);
+        connector::InFlightGate gate(10, 1 << 20, policy, mailbox_);
+        gate.acquire(1);
+        return gate.drain("flushing for a checkpoint");
       }
       absl::Status close() override { return absl::OkStatus(); }
 
@@ -176,7 +182,7 @@ class StallingSink final : public Sink<std::int64_t> {
   }
 };
 
-TEST(CheckpointTest, ACheckpointTimeoutFailsTheJobNamingTheCheckpointAndTheSubtask) {
+TEST(CheckpointTest, ACheckpointTimeoutFailsTheJobNamingTheCheckpointTheSubtaskAndItsWait) {
   StreamExecutionEnvironment env;
   env.enable_checkpointing(10ms);
   env.config().checkpointing.timeout = 200ms;
@@ -188,6 +194,10 @@ TEST(CheckpointTest, ACheckpointTimeoutFailsTheJobNamingTheCheckpointAndTheSubta
   EXPECT_EQ(result.status.code(), absl::StatusCode::kDeadlineExceeded) << result.status;
   EXPECT_THAT(std::string(result.status.message()), HasSubstr("checkpoint 1 expired"));
   EXPECT_THAT(std::string(result.status.message()), HasSubstr("numbers -> stalls (1/1)"));
+  // ... and what that subtask is waiting on.
+  EXPECT_THAT(std::string(result.status.message()),
+              HasSubstr("(waiting: Test sink: no request has completed"));
+  EXPECT_THAT(std::string(result.status.message()), HasSubstr("flushing for a checkpoint"));
 }
 
 // Runs the throttled sequence into a transactional sink at `parallelism`, optionally from a

@@ -1,0 +1,47 @@
+// How long a recovery run waits before counting idleness after a crash (--stop-when-idle).
+#include "gcpstream/pipeline/redelivery_grace.h"
+
+#include <gtest/gtest.h>
+
+namespace gcpstream::pipeline {
+namespace {
+
+using std::chrono::seconds;
+
+PipelineSpec WithPubSub(const PubSubSourceSpec::SubscriberOptions& options) {
+  PipelineSpec spec;
+  PubSubSourceSpec source;
+  source.subscriber_options = options;
+  spec.source = source;
+  return spec;
+}
+
+TEST(RedeliveryGraceTest, AFileSourceHasNothingToWaitFor) {
+  PipelineSpec spec;
+  spec.source = FileSourceSpec{};
+  EXPECT_EQ(RedeliveryGraceAfterCrash(spec).count(), 0);
+}
+
+// Google caps an ack deadline (so one extension, and the adaptive rule) at 600 s.
+TEST(RedeliveryGraceTest, PubSubDefaultsToTheLongestLeaseGoogleAllows) {
+  EXPECT_EQ(RedeliveryGraceAfterCrash(WithPubSub({})), seconds(600));
+}
+
+TEST(RedeliveryGraceTest, PubSubFollowsTheExtensionBoundsTheRunCouldHaveUsed) {
+  PubSubSourceSpec::SubscriberOptions o;
+  o.max_duration_per_ack_extension = seconds(30);
+  EXPECT_EQ(RedeliveryGraceAfterCrash(WithPubSub(o)), seconds(30));
+  // The subscriber clamps to the larger of the two when min exceeds max.
+  o.min_duration_per_ack_extension = seconds(90);
+  EXPECT_EQ(RedeliveryGraceAfterCrash(WithPubSub(o)), seconds(90));
+  // A lease is never extended past max_ack_extension_period from receipt.
+  o.max_ack_extension_period = seconds(20);
+  EXPECT_EQ(RedeliveryGraceAfterCrash(WithPubSub(o)), seconds(20));
+  // 0 disables extension: the subscription's deadline (at most 600 s) applies.
+  PubSubSourceSpec::SubscriberOptions off;
+  off.max_ack_extension_period = seconds(0);
+  EXPECT_EQ(RedeliveryGraceAfterCrash(WithPubSub(off)), seconds(600));
+}
+
+}  // namespace
+}  // namespace gcpstream::pipeline
