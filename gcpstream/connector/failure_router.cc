@@ -30,7 +30,8 @@ FailureRouter::FailureRouter(std::string connector, std::shared_ptr<FailureHandl
       handler_(handler ? std::move(handler) : FailureHandler::fail_job()),
       rejections_(max_consecutive_rejections, std::move(connector)),
       group_(group),
-      send_errors_(group.counter(metric_names::kNumRecordsSendErrors)) {}
+      send_errors_(group.counter(metric_names::kNumRecordsSendErrors)),
+      refused_(group.counter("recordsRefused")) {}
 
 void FailureRouter::count_error_class(absl::StatusCode code) {
   group_.add_group("errorClass").add_group(ErrorClassName(code)).counter("errors").inc();
@@ -38,6 +39,7 @@ void FailureRouter::count_error_class(absl::StatusCode code) {
 
 absl::Status FailureRouter::route_serialization_failure(const FailedElement& element) {
   send_errors_.inc();
+  refused_.inc();
   return handler_->handle(element);
 }
 

@@ -59,6 +59,9 @@ class FailureRouter {
   MaxConsecutiveRejections rejections_;
   MetricGroup& group_;
   Counter& send_errors_;
+  // Failures before any RPC (serializer, precheck): counted in numRecordsSendErrors but never
+  // in numRecordsSend, so "stored" = numRecordsSend - (numRecordsSendErrors - recordsRefused).
+  Counter& refused_;
 };
 
 // The name used in errorClass.<CODE>.errors: the gRPC code's name, or UNCLASSIFIED.

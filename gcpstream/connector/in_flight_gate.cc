@@ -49,7 +49,7 @@ absl::Status InFlightGate::await(std::string_view wait, absl::FunctionRef<bool()
   // than the real one.
   SteadyTime base = Clock::now();
   std::uint64_t seen = progress_;
-  bool published = false;
+  util::ScopedWaitNotice notice;  // cleared (or the outer wait's put back) however this ends
   std::chrono::milliseconds period = policy_.stall_warning_interval;
   if (policy_.progress_timeout) period = std::min(period, *policy_.progress_timeout);
   const auto check = std::max<std::chrono::milliseconds>(period / 10, std::chrono::milliseconds(1));
@@ -62,10 +62,7 @@ absl::Status InFlightGate::await(std::string_view wait, absl::FunctionRef<bool()
     // Look for completions at least every `check`.
     wake = std::min(wake, Clock::now() + check);
     absl::Status s = mailbox_.yield_until(done, wake);
-    if (s.ok() || s.code() != absl::StatusCode::kDeadlineExceeded) {
-      if (published) util::WaitNotice::clear();
-      return s;
-    }
+    if (s.ok() || s.code() != absl::StatusCode::kDeadlineExceeded) return s;
     const SteadyTime now = Clock::now();
     const bool progressed = progress_ != seen;
     if (progressed) {
@@ -74,11 +71,9 @@ absl::Status InFlightGate::await(std::string_view wait, absl::FunctionRef<bool()
     }
     // A wait this long is worth describing to other threads (a checkpoint that times out
     // names it); refreshed at every look, so it stays current.
-    util::WaitNotice::set(describe(wait, now - base));
-    published = true;
+    notice.update(describe(wait, now - base));
     if (progressed) continue;
     if (policy_.progress_timeout && now - base >= *policy_.progress_timeout) {
-      util::WaitNotice::clear();
       return absl::DeadlineExceededError(fmt::format(
           "{} sink: no {} completed for {} ms while {} ({} in flight); failing the job after "
           "{} ({} ms)",
@@ -94,7 +89,6 @@ absl::Status InFlightGate::await(std::string_view wait, absl::FunctionRef<bool()
       spdlog::warn("{}", describe(wait, now - base));
     }
   }
-  if (published) util::WaitNotice::clear();
   return absl::OkStatus();
 }
 

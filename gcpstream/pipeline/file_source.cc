@@ -300,7 +300,12 @@ LineageVertex FileSource::lineage_vertex() const {
   v.bounded = true;
   LineageDataset d;
   d.name_space = "file://";
-  d.name = std::filesystem::absolute(spec_.path).string();
+  // Normalised, so that "./in.json", "in.json" and a path through a symbolic link name the
+  // same file (the identity a restore is matched on).
+  std::error_code ec;
+  const auto absolute = std::filesystem::absolute(spec_.path, ec);
+  auto canonical = std::filesystem::weakly_canonical(absolute, ec);
+  d.name = (ec ? absolute.lexically_normal() : canonical).string();
   v.datasets.push_back(std::move(d));
   return v;
 }

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace gcpstream::pipeline {
 namespace {
@@ -30,25 +31,37 @@ absl::Status LocateOptionError(const std::vector<OptionRecord>& options,
                                const absl::Status& error) {
   if (error.ok()) return error;
   const std::string_view message(error.message().data(), error.message().size());
+  // A leading "sink: " or "source: " names the section: only its options are candidates.
+  std::string section;
+  for (const char* name : {"source", "transform", "sink", "checkpointing", "failure_handler"}) {
+    const std::string prefix = std::string(name) + ": ";
+    if (message.substr(0, prefix.size()) == prefix) section = name;
+  }
+  // Among the options the message names, prefer option-like keys (with an underscore, such as
+  // "deserialization_failure_policy") over plain words that also name resources
+  // ("subscription", "topic"), then the one named first.
   const OptionRecord* best = nullptr;
-  std::size_t best_at = std::string_view::npos;
+  std::pair<bool, std::size_t> best_rank{true, std::string_view::npos};
   for (const auto& option : options) {
     if (option.location.empty()) continue;
+    if (!section.empty() && option.path.rfind(section + ".", 0) != 0) continue;
     const std::size_t dot = option.path.rfind('.');
     const std::string_view key = dot == std::string::npos
                                      ? std::string_view(option.path)
                                      : std::string_view(option.path).substr(dot + 1);
     const std::size_t at = FindWord(message, key);
-    if (at < best_at) {
+    if (at == std::string_view::npos) continue;
+    const std::pair<bool, std::size_t> rank{key.find('_') == std::string_view::npos, at};
+    if (best == nullptr || rank < best_rank) {
       best = &option;
-      best_at = at;
+      best_rank = rank;
     }
   }
   if (best == nullptr) return error;
   // "sink: ..." says less than the path that now precedes it.
   std::string_view rest = message;
-  const std::string section = best->path.substr(0, best->path.find('.')) + ": ";
-  if (rest.substr(0, section.size()) == section) rest.remove_prefix(section.size());
+  const std::string prefix = best->path.substr(0, best->path.find('.')) + ": ";
+  if (rest.substr(0, prefix.size()) == prefix) rest.remove_prefix(prefix.size());
   return absl::Status(error.code(), fmt::format("{}: {}: {}", best->location, best->path, rest));
 }
 

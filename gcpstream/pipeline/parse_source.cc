@@ -127,13 +127,19 @@ PubSubSourceSpec ParsePubSubSource(YamlMap& m) {
       DurationRange{std::chrono::milliseconds(1), std::chrono::hours(24 * 7), true});
   // One extension is one ModifyAckDeadline: Google caps an ack deadline at 600 s.
   const DurationRange kExtension{std::chrono::seconds(1), std::chrono::seconds(600), false};
-  auto seconds = [](std::optional<std::chrono::milliseconds> d) {
-    return d ? std::optional(std::chrono::duration_cast<std::chrono::seconds>(*d)) : std::nullopt;
+  // ModifyAckDeadline takes whole seconds: 1500ms would be cut to 1 s silently.
+  auto seconds = [&o, &kExtension](const char* key,
+                                   const char* def) -> std::optional<std::chrono::seconds> {
+    auto d = o.optional_duration(key, def, kExtension);
+    if (!d) return std::nullopt;
+    if (d->count() % 1000 != 0) {
+      o.check(key, absl::InvalidArgumentError(
+                       "must be whole seconds (an ack deadline is set in seconds)"));
+    }
+    return std::chrono::duration_cast<std::chrono::seconds>(*d);
   };
-  so.min_duration_per_ack_extension =
-      seconds(o.optional_duration("min_duration_per_ack_extension", "adaptive (10s)", kExtension));
-  so.max_duration_per_ack_extension =
-      seconds(o.optional_duration("max_duration_per_ack_extension", "adaptive (600s)", kExtension));
+  so.min_duration_per_ack_extension = seconds("min_duration_per_ack_extension", "adaptive (10s)");
+  so.max_duration_per_ack_extension = seconds("max_duration_per_ack_extension", "adaptive (600s)");
   so.parallel_pull_count = OptionalInt(o, "parallel_pull_count", "1", IntRange{1, 64});
   so.shutdown_timeout = o.optional_duration("shutdown_timeout", "5s", kTimeout);
   so.subscriber_buffer_max_messages =

@@ -9,16 +9,15 @@ std::chrono::milliseconds RedeliveryGraceAfterCrash(const PipelineSpec& spec) {
   const auto* pubsub = std::get_if<PubSubSourceSpec>(&spec.source);
   if (pubsub == nullptr) return std::chrono::milliseconds(0);
   const auto& o = pubsub->subscriber_options;
-  std::chrono::milliseconds lease = std::chrono::seconds(600);
-  if (o.max_duration_per_ack_extension) {
-    lease = std::max<std::chrono::milliseconds>(
-        *o.max_duration_per_ack_extension,
-        o.min_duration_per_ack_extension.value_or(std::chrono::seconds(0)));
-  }
-  if (o.max_ack_extension_period && o.max_ack_extension_period->count() > 0) {
-    lease = std::min(lease, *o.max_ack_extension_period);
-  }
-  return lease;
+  // The subscriber clamps each extension (and the stream's ack deadline) to
+  // [lo, max(lo, hi)]: lo = min_duration_per_ack_extension or 10 s, hi =
+  // max_duration_per_ack_extension or 600 s. max_ack_extension_period does not shorten the
+  // last extension, so it does not bound a lease either.
+  const std::chrono::seconds lo =
+      o.min_duration_per_ack_extension.value_or(std::chrono::seconds(10));
+  const std::chrono::seconds hi =
+      o.max_duration_per_ack_extension.value_or(std::chrono::seconds(600));
+  return std::max(lo, hi);
 }
 
 }  // namespace gcpstream::pipeline

@@ -11,14 +11,14 @@ namespace gcpstream::pipeline {
 // input it held can still come back to the next run: 0 for a file source (a restore re-reads
 // from the checkpointed offset at once). For a Pub/Sub source, the messages the dead run had
 // leased return only when their leases lapse, and the longest lease it could have set is one
-// extension: max_duration_per_ack_extension (or min_duration_per_ack_extension when that is
-// larger), else 600 s (Google's cap on an ack deadline, the adaptive rule's ceiling), and never
-// more than max_ack_extension_period when that is set and not 0.
+// extension: the larger of min_duration_per_ack_extension (default 10 s) and
+// max_duration_per_ack_extension (default 600 s, Google's cap on an ack deadline). It is read
+// from `spec`, the pipeline as it is now: if the dead run had longer extensions, its leases
+// may outlast this.
 //
-// `run --restore --stop-when-idle D` counts idleness only after this grace unless it restores a
-// savepoint (a stop with savepoint nacks what it held; a periodic checkpoint, or none at all,
-// may follow a run that died), so the recovery run does not stop before the held messages are
-// back.
+// `run --stop-when-idle D` counts idleness only after this grace when the previous run may
+// have died holding input (see PreviousRunEndedCleanly), so a recovery run does not stop
+// before the held messages are back.
 std::chrono::milliseconds RedeliveryGraceAfterCrash(const PipelineSpec& spec);
 
 }  // namespace gcpstream::pipeline

@@ -1,8 +1,10 @@
 #include "gcpstream/pipeline/restore_point.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "gcpstream/runtime/checkpoint_storage.h"
 #include "gcpstream/util/absl_fmt.h"
@@ -53,6 +55,36 @@ absl::StatusOr<RestoreChoice> ChooseRestorePoint(const std::string& checkpoint_d
                                     choice.skipped.size(), newest, why.message()));
   }
   return choice;
+}
+
+namespace {
+
+fs::path RunMarker(const std::string& checkpoint_dir) {
+  return fs::path(checkpoint_dir) / ".running";
+}
+
+}  // namespace
+
+bool PreviousRunEndedCleanly(const std::string& checkpoint_dir) {
+  std::error_code ec;
+  return !fs::exists(RunMarker(checkpoint_dir), ec);
+}
+
+absl::Status MarkRunStarted(const std::string& checkpoint_dir) {
+  std::error_code ec;
+  fs::create_directories(checkpoint_dir, ec);
+  std::ofstream out(RunMarker(checkpoint_dir), std::ios::trunc);
+  out << getpid() << "\n";
+  out.close();
+  if (!out) {
+    return absl::InternalError(fmt::format("cannot write {}", RunMarker(checkpoint_dir).string()));
+  }
+  return absl::OkStatus();
+}
+
+void MarkRunEndedCleanly(const std::string& checkpoint_dir) {
+  std::error_code ec;
+  fs::remove(RunMarker(checkpoint_dir), ec);
 }
 
 }  // namespace gcpstream::pipeline

@@ -43,6 +43,17 @@ struct RestoreChoice {
 absl::StatusOr<RestoreChoice> ChooseRestorePoint(const std::string& checkpoint_dir,
                                                  const std::string& savepoint_dir, bool fallback);
 
+// Whether the previous run on `checkpoint_dir` ended cleanly, kept as a marker file
+// (<checkpoint_dir>/.running, holding the run's pid): MarkRunStarted() writes it when a run
+// starts and MarkRunEndedCleanly() removes it when the run ends with exit code 0 (finished,
+// or stopped with a savepoint: its sources released what they held). A marker found at start
+// means the previous run was killed, crashed or failed, and may have died holding input that
+// comes back only later (Pub/Sub leases). The file system decides; errors are returned
+// naming the path.
+bool PreviousRunEndedCleanly(const std::string& checkpoint_dir);
+absl::Status MarkRunStarted(const std::string& checkpoint_dir);
+void MarkRunEndedCleanly(const std::string& checkpoint_dir);
+
 }  // namespace gcpstream::pipeline
 
 #endif  // GCPSTREAM_PIPELINE_RESTORE_POINT_H_

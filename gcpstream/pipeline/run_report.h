@@ -21,6 +21,7 @@ struct ProgressSample {
   double records_out = 0;  // handed to the sink's service (numRecordsSend, failed ones included)
   double in_flight = 0;    // sent, not yet answered (inFlightMessages / inFlightEntries)
   double send_errors = 0;  // handed to the failure handler
+  double refused = 0;      // of those, refused before any RPC (recordsRefused)
   double skipped = 0;      // skipped by the sink's serializer
   std::map<std::string, double> error_classes;  // gRPC code -> failed records
 };

@@ -154,6 +154,14 @@ absl::StatusOr<PipelineSpec> ParsePipelineSpec(const std::string& text,
   YamlMap top(ctx, root, "");
   PipelineSpec spec;
   spec.name = top.string("name", "pipeline");
+  // The name is printed (summary, logs) and stored in checkpoints: a NUL cut the summary short.
+  if (std::any_of(spec.name.begin(), spec.name.end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+    top.check("name", absl::InvalidArgumentError(
+                          "must not contain control characters (a NUL, a newline, ...)"));
+  } else if (spec.name.empty() || spec.name.size() > 256) {
+    top.check("name", absl::InvalidArgumentError("must be 1..256 bytes"));
+  }
   spec.parallelism = static_cast<int>(top.integer("parallelism", 1, IntRange{1, 1024}));
   if (!top.has("source")) ctx.fail(root.Mark(), "source", "required key is missing");
   spec.source = internal::ParseSource(top.map("source"));

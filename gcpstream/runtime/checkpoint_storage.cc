@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <vector>
@@ -108,12 +109,14 @@ bool HasMetadata(const fs::path& dir) {
 // chk-<n> -> n, or -1.
 std::int64_t CheckpointNumber(const fs::path& dir) {
   const std::string name = dir.filename().string();
-  if (name.rfind("chk-", 0) != 0) return -1;
-  try {
-    return std::stoll(name.substr(4));
-  } catch (...) {
-    return -1;
+  if (name.rfind("chk-", 0) != 0 || name.size() == 4 || name.size() > 4 + 18) return -1;
+  // Digits only: "chk-30s" or "chk-2-old" is not a checkpoint this storage wrote.
+  std::int64_t n = 0;
+  for (std::size_t i = 4; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    n = n * 10 + (name[i] - '0');
   }
+  return n;
 }
 
 // The highest complete chk-<n> directly under `job_dir`.
@@ -361,7 +364,7 @@ std::vector<fs::path> CheckpointDirs(const fs::path& root) {
   std::vector<fs::path> out;
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return out;
-  if (HasMetadata(root) || CheckpointNumber(root) >= 0) {
+  if (HasMetadata(root)) {  // a checkpoint or savepoint named directly
     out.push_back(root);
     return out;
   }
@@ -386,15 +389,26 @@ std::vector<fs::path> CheckpointDirs(const fs::path& root) {
 std::vector<std::string> CheckpointStorage::list_restore_points(const std::string& checkpoint_dir,
                                                                 const std::string& savepoint_dir) {
   struct Candidate {
-    fs::file_time_type written;
-    std::int64_t number;
+    std::int64_t taken_ms;
+    std::int64_t id;
     fs::path dir;
   };
   std::vector<Candidate> candidates;
   auto consider = [&](const fs::path& dir) {
-    std::error_code ec;
-    const auto written = fs::last_write_time(dir / kMetadata, ec);
-    if (!ec) candidates.push_back({written, CheckpointNumber(dir), dir});
+    if (!HasMetadata(dir)) return;
+    // Ordered by what the checkpoint itself records (when it was taken, its id), not by file
+    // times, which a copy or a clock step changes. A _metadata that does not parse sorts
+    // first, so that read() reports the damage instead of an older one being taken silently.
+    Candidate c{std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::max(),
+                dir};
+    auto bytes = ReadFile((dir / kMetadata).string());
+    proto::CheckpointMetadata metadata;
+    if (bytes.ok() && !bytes->empty() && metadata.ParseFromString(*bytes) &&
+        metadata.format_version() != 0) {
+      c.taken_ms = metadata.timestamp_ms();
+      c.id = metadata.checkpoint_id();
+    }
+    candidates.push_back(std::move(c));
   };
   for (const auto& dir : CheckpointDirs(checkpoint_dir)) consider(dir);
   if (!savepoint_dir.empty()) {
@@ -404,8 +418,8 @@ std::vector<std::string> CheckpointStorage::list_restore_points(const std::strin
     }
   }
   std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
-    if (a.written != b.written) return a.written > b.written;
-    return a.number > b.number;
+    if (a.taken_ms != b.taken_ms) return a.taken_ms > b.taken_ms;
+    return a.id > b.id;
   });
   std::vector<std::string> out;
   out.reserve(candidates.size());

@@ -41,19 +41,19 @@ class CheckpointStorage {
   // NOT_FOUND when there is none.
   static absl::StatusOr<std::string> find_latest(const std::string& path);
 
-  // What a restart continues from: the most recently written of find_latest(checkpoint_dir)
-  // and the savepoints directly under `savepoint_dir` (a stop with savepoint is newer than the
-  // job's last checkpoint). Only complete ones count (those with `_metadata`). NOT_FOUND when
-  // there is neither.
+  // What a restart continues from: the first of list_restore_points() (a stop with savepoint
+  // is newer than the job's last checkpoint). Only complete ones count (those with
+  // `_metadata`). NOT_FOUND when there is neither.
   static absl::StatusOr<std::string> find_restore_point(const std::string& checkpoint_dir,
                                                         const std::string& savepoint_dir);
 
-  // Every complete checkpoint a restart could continue from, newest first (by when its
-  // `_metadata` was written; the higher chk-<n> on a tie): the chk-<n> under `checkpoint_dir`
-  // (itself a checkpoint, a job directory or a base directory of job directories) and the
-  // savepoints directly under `savepoint_dir`. find_restore_point() is the first of these. Only
-  // whether `_metadata` exists is checked here; read() verifies the content. Empty when there
-  // is none (a missing directory is none).
+  // Every complete checkpoint a restart could continue from, newest first by what each one's
+  // `_metadata` records (the time it was taken, then its id; ids grow across a chain of
+  // restores), never by file times: the chk-<n> under `checkpoint_dir` (itself a checkpoint, a
+  // job directory or a base directory of job directories) and the savepoints directly under
+  // `savepoint_dir`. A `_metadata` that does not parse sorts first (read() then reports it).
+  // find_restore_point() is the first of these. Empty when there is none (a missing directory
+  // is none).
   static std::vector<std::string> list_restore_points(const std::string& checkpoint_dir,
                                                       const std::string& savepoint_dir);
 

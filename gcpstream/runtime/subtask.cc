@@ -68,6 +68,7 @@ void Subtask::set_input(InputProcessor* input, std::unique_ptr<InputProcessor> o
 
 void Subtask::start(std::function<void(Subtask&, absl::Status)> on_done) {
   thread_ = std::thread([this, on_done = std::move(on_done)] {
+    thread_id_.store(std::this_thread::get_id());
     mailbox_.bind_to_current_thread();
     absl::Status status = run_lifecycle();
     on_done(*this, status);

@@ -1,6 +1,7 @@
 #ifndef GCPSTREAM_RUNTIME_SUBTASK_H_
 #define GCPSTREAM_RUNTIME_SUBTASK_H_
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <map>
@@ -92,6 +93,8 @@ class Subtask final : public BarrierHandler, public CheckpointParticipant {
   std::unique_ptr<InputProcessor> owned_input_;
   std::map<std::string, OperatorStateReader> restored_;
   std::thread thread_;
+  // The subtask thread's id, for waiting_on() on other threads.
+  std::atomic<std::thread::id> thread_id_{};
 
   // Checkpoint state, subtask thread only.
   bool is_source_ = false;

@@ -1,5 +1,6 @@
 #include "gcpstream/util/utf8.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace gcpstream::util {
@@ -38,6 +39,31 @@ std::optional<std::size_t> InvalidUtf8At(std::string_view s) {
     i += n + 1;
   }
   return std::nullopt;
+}
+
+std::string ToValidUtf8(std::string_view s, std::size_t max_bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(std::min(s.size(), max_bytes));
+  while (!s.empty()) {
+    const std::size_t valid = InvalidUtf8At(s).value_or(s.size());
+    // Copy the valid run up to the budget, never splitting a character.
+    std::size_t take = std::min(valid, max_bytes - out.size());
+    while (take < valid && take > 0 && (static_cast<unsigned char>(s[take]) & 0xC0) == 0x80) {
+      --take;
+    }
+    out.append(s.substr(0, take));
+    if (take < valid) return out;  // out of budget
+    s.remove_prefix(valid);
+    if (s.empty()) break;
+    if (out.size() + 4 > max_bytes) return out;
+    const auto c = static_cast<unsigned char>(s[0]);
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 0xF];
+    s.remove_prefix(1);
+  }
+  return out;
 }
 
 }  // namespace gcpstream::util

@@ -37,4 +37,21 @@ std::string WaitNotice::of(std::thread::id thread) {
   return it == n.by_thread.end() ? std::string() : it->second;
 }
 
+ScopedWaitNotice::~ScopedWaitNotice() {
+  if (!active_) return;
+  if (previous_.empty()) {
+    WaitNotice::clear();
+  } else {
+    WaitNotice::set(std::move(previous_));
+  }
+}
+
+void ScopedWaitNotice::update(std::string description) {
+  if (!active_) {
+    previous_ = WaitNotice::of(std::this_thread::get_id());
+    active_ = true;
+  }
+  WaitNotice::set(std::move(description));
+}
+
 }  // namespace gcpstream::util

@@ -22,6 +22,24 @@ class WaitNotice {
   static std::string of(std::thread::id thread);
 };
 
+// Publishes the calling thread's wait for as long as it lives, and puts back what was there
+// before (an outer wait's description, or none) when it ends, however it ends (a return, an
+// exception). Not thread-safe: one thread's stack object.
+class ScopedWaitNotice {
+ public:
+  ScopedWaitNotice() = default;
+  ScopedWaitNotice(const ScopedWaitNotice&) = delete;
+  ScopedWaitNotice& operator=(const ScopedWaitNotice&) = delete;
+  ~ScopedWaitNotice();
+
+  // Publishes (or replaces) this wait's description.
+  void update(std::string description);
+
+ private:
+  bool active_ = false;
+  std::string previous_;
+};
+
 }  // namespace gcpstream::util
 
 #endif  // GCPSTREAM_UTIL_WAIT_NOTICE_H_

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 
@@ -135,6 +136,16 @@ int Run(const RunFlags& flags) {
   }
   const std::string checkpoint_dir = overrides.checkpoint_dir.value_or(spec->checkpointing.dir);
   std::chrono::milliseconds idle_grace{0};
+  bool restored_checkpoint = false;
+  if (!checkpoint_dir.empty() &&
+      std::filesystem::exists(std::filesystem::path(checkpoint_dir) / "_metadata")) {
+    // Jobs would write their checkpoints inside it, where --restore never looks.
+    std::fprintf(stderr,
+                 "checkpoint dir %s is itself a checkpoint (it holds _metadata); give the folder "
+                 "checkpoints are written into, e.g. the one above <job-id>/chk-<n>\n",
+                 checkpoint_dir.c_str());
+    return 2;
+  }
   const std::string savepoint_dir = flags.savepoint_dir.value_or(
       checkpoint_dir.empty() ? std::string("savepoints")
                              : pipeline::DefaultSavepointDir(checkpoint_dir));
@@ -168,18 +179,21 @@ int Run(const RunFlags& flags) {
       spdlog::info("--restore: nothing to restore under {} or {}; starting from the beginning",
                    checkpoint_dir, savepoint_dir);
     }
-    // Unless it stopped with a savepoint (which nacks what it held), the previous run may have
-    // died holding leased messages: they come back only when those leases lapse, so idleness
-    // is counted after that.
-    if (!choice->is_savepoint && idle_limit) {
-      idle_grace = pipeline::RedeliveryGraceAfterCrash(*spec);
-      if (idle_grace.count() > 0) {
-        spdlog::info(
-            "--stop-when-idle: not restoring a savepoint, so the previous run may have died "
-            "holding messages; they return when their leases lapse (up to {}), and idleness is "
-            "counted from then on",
-            pipeline::FormatDuration(idle_grace));
-      }
+    restored_checkpoint = !choice->path.empty() && !choice->is_savepoint;
+  }
+  // The previous run may have died holding leased messages (its run marker is still there, or
+  // it left a periodic checkpoint rather than a stop-with-savepoint): they come back only when
+  // those leases lapse, so idleness is counted after that.
+  const bool previous_unclean =
+      !checkpoint_dir.empty() && !pipeline::PreviousRunEndedCleanly(checkpoint_dir);
+  if (idle_limit && (previous_unclean || restored_checkpoint)) {
+    idle_grace = pipeline::RedeliveryGraceAfterCrash(*spec);
+    if (idle_grace.count() > 0) {
+      spdlog::info(
+          "--stop-when-idle: the previous run did not end cleanly, so it may have died holding "
+          "messages; they return when their leases lapse (up to {}), and idleness is counted "
+          "from then on",
+          pipeline::FormatDuration(idle_grace));
     }
   }
 
@@ -193,6 +207,12 @@ int Run(const RunFlags& flags) {
       std::fprintf(stderr, "%s: %s\n", flags.pipeline_file.c_str(), message.c_str());
     }
     return 2;
+  }
+  if (!checkpoint_dir.empty()) {
+    if (absl::Status s = pipeline::MarkRunStarted(checkpoint_dir); !s.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+      return 1;
+    }
   }
 
   // Signals are taken by a thread of their own: block them before any thread starts so every
@@ -328,7 +348,10 @@ int Run(const RunFlags& flags) {
 
   std::fputs(pipeline::FormatSummary(result, state.observations).c_str(), stdout);
   std::fflush(stdout);
-  if (result.status.ok()) return 0;
+  if (result.status.ok()) {
+    if (!checkpoint_dir.empty()) pipeline::MarkRunEndedCleanly(checkpoint_dir);
+    return 0;
+  }
   if (state.cancelled_by_user && absl::IsCancelled(result.status)) return 130;
   if (state.cancelled_by_term && absl::IsCancelled(result.status)) return 143;
   return 1;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "absl/strings/escaping.h"
 #include "gcpstream/util/absl_fmt.h"
 #include "gcpstream/util/utf8.h"
 
@@ -103,7 +104,8 @@ RowMutationEntry& RowMutationEntry::merge_to_cell(std::string_view family,
 
 absl::Status ValidateEntry(const google::bigtable::v2::MutateRowsRequest::Entry& entry) {
   // Row keys in messages are cut: a 4 KiB key is not worth a log line.
-  const std::string_view key = std::string_view(entry.row_key()).substr(0, 64);
+  // Escaped: a key is bytes, and these messages end up in logs and dead-letter attributes.
+  const std::string key = absl::CHexEscape(absl::string_view(entry.row_key()).substr(0, 64));
   if (entry.row_key().empty()) {
     return absl::InvalidArgumentError("the entry has an empty row key; Bigtable requires one");
   }

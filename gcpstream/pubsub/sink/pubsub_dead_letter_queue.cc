@@ -11,6 +11,7 @@
 #include "gcpstream/pubsub/client/publisher_stub.h"
 #include "gcpstream/pubsub/sink/pubsub_sink.h"
 #include "gcpstream/util/absl_fmt.h"
+#include "gcpstream/util/utf8.h"
 
 namespace gcpstream::pubsub {
 namespace {
@@ -87,12 +88,12 @@ google::pubsub::v1::PubsubMessage PubSubDeadLetterQueue::ToMessage(
   } else {
     m.set_data(std::move(payload));
   }
-  a["gcpstream.connector"] = std::string(element.connector());
-  a["gcpstream.destination"] = element.describe_destination();
+  // Attributes are protobuf strings: an error quoting a record's bytes (a row key, a value),
+  // or one cut in the middle of a character, must not make the dead letter unpublishable.
+  a["gcpstream.connector"] = util::ToValidUtf8(element.connector(), kMaxErrorBytes);
+  a["gcpstream.destination"] = util::ToValidUtf8(element.describe_destination(), kMaxErrorBytes);
   a["gcpstream.status_code"] = absl::StatusCodeToString(element.status().code());
-  std::string error = element.message();
-  if (error.size() > kMaxErrorBytes) error.resize(kMaxErrorBytes);
-  a["gcpstream.error"] = error;
+  a["gcpstream.error"] = util::ToValidUtf8(element.message(), kMaxErrorBytes);
   a["gcpstream.service_rejection"] = element.is_service_rejection() ? "true" : "false";
   return m;
 }

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "tests/integration/pipeline/flights_data.h"
@@ -65,6 +66,33 @@ TEST(CliTest, EveryUsageErrorExitsTwoNamingTheFlag) {
     EXPECT_TRUE(ran.out.empty()) << args << ": " << ran.out;
   }
   EXPECT_EQ(RunCli("--help").exit_code, 0);
+
+  // A checkpoint given as the checkpoint folder: jobs would write inside it, where --restore
+  // never looks.
+  const fs::path chk = fs::temp_directory_path() / testing::UniqueId("cli-chk") / "chk-7";
+  fs::create_directories(chk);
+  std::ofstream(chk / "_metadata") << "x";
+  Ran ran = RunCli("run " + pipeline + " --checkpoint-dir '" + chk.string() + "'");
+  EXPECT_EQ(ran.exit_code, 2) << ran.err;
+  EXPECT_THAT(ran.err, HasSubstr("is itself a checkpoint"));
+  fs::remove_all(chk.parent_path());
+}
+
+// `describe` reads the file without contacting any service: the plan, every option with its
+// default (those the file set marked), and the lineage.
+TEST(CliTest, DescribeListsThePlanTheOptionsAndTheLineageOfEachExample) {
+  for (const std::string pipeline : {"examples/pipelines/flights-to-pubsub.yaml",
+                                     "examples/pipelines/flights-pubsub-to-bigtable.yaml"}) {
+    Ran ran = RunCli("describe " + pipeline);
+    ASSERT_EQ(ran.exit_code, 0) << pipeline << "\n" << ran.err;
+    EXPECT_THAT(ran.out, HasSubstr("options (value, default; * = set in the file):")) << pipeline;
+    EXPECT_THAT(ran.out, HasSubstr("* checkpointing.interval")) << pipeline;
+    EXPECT_THAT(ran.out, HasSubstr("lineage:")) << pipeline;
+  }
+  Ran ran = RunCli("describe examples/pipelines/flights-pubsub-to-bigtable.yaml");
+  EXPECT_THAT(ran.out, HasSubstr("* source.subscriber_options.max_duration_per_ack_extension"));
+  EXPECT_THAT(ran.out, HasSubstr("  source.subscriber_options.min_duration_per_ack_extension"));
+  EXPECT_EQ(RunCli("describe no-such-file.yaml").exit_code, 2);
 }
 
 TEST(CliTest, TheSummaryIsAloneOnStdoutAndTheLogsAreOnStderr) {

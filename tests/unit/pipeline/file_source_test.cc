@@ -201,6 +201,25 @@ TEST(FileSource, AnArrayWithAnEmptyElementOrAMissingCommaFailsNamingTheByte) {
   EXPECT_EQ(splits->size(), 1u);
 }
 
+// The identity a restore is matched on: "./x", "d/../x" and a symbolic link to x are one file
+// (they used to count as different sources, failing a restore of the same input).
+TEST(FileSource, TheSourceIdentityIsTheNormalisedPath) {
+  const fs::path file = WriteFile("same.jsonl", "{\"a\":1}\n");
+  const fs::path dir = file.parent_path();
+  fs::create_directories(dir / "sub");
+  fs::create_symlink(file, dir / "link.jsonl");
+  auto identity = [](const std::string& path) {
+    FileSourceSpec spec;
+    spec.path = path;
+    return FileSource(spec).lineage_vertex().datasets.at(0).name;
+  };
+  const std::string plain = identity(file.string());
+  EXPECT_EQ(identity((dir / "." / "same.jsonl").string()), plain);
+  EXPECT_EQ(identity((dir / "sub" / ".." / "same.jsonl").string()), plain);
+  EXPECT_EQ(identity((dir / "link.jsonl").string()), plain);
+  EXPECT_NE(identity((dir / "other.jsonl").string()), plain);
+}
+
 TEST(FileSource, DeeplyNestedJsonFailsNamingTheByteOffsetInsteadOfCrashing) {
   // 100,000 nested arrays overflowed the stack (SIGSEGV) before nesting was capped.
   FileSourceSpec spec;

@@ -34,13 +34,15 @@ TEST(RedeliveryGraceTest, PubSubFollowsTheExtensionBoundsTheRunCouldHaveUsed) {
   // The subscriber clamps to the larger of the two when min exceeds max.
   o.min_duration_per_ack_extension = seconds(90);
   EXPECT_EQ(RedeliveryGraceAfterCrash(WithPubSub(o)), seconds(90));
-  // A lease is never extended past max_ack_extension_period from receipt.
+  // max_ack_extension_period ends extending, but the last extension still runs in full.
   o.max_ack_extension_period = seconds(20);
-  EXPECT_EQ(RedeliveryGraceAfterCrash(WithPubSub(o)), seconds(20));
-  // 0 disables extension: the subscription's deadline (at most 600 s) applies.
-  PubSubSourceSpec::SubscriberOptions off;
-  off.max_ack_extension_period = seconds(0);
-  EXPECT_EQ(RedeliveryGraceAfterCrash(WithPubSub(off)), seconds(600));
+  EXPECT_EQ(RedeliveryGraceAfterCrash(WithPubSub(o)), seconds(90));
+  // Below the 10 s floor only with min lowered too: a lone max of 5 s still leases for 10 s.
+  PubSubSourceSpec::SubscriberOptions floor;
+  floor.max_duration_per_ack_extension = seconds(5);
+  EXPECT_EQ(RedeliveryGraceAfterCrash(WithPubSub(floor)), seconds(10));
+  floor.min_duration_per_ack_extension = seconds(1);
+  EXPECT_EQ(RedeliveryGraceAfterCrash(WithPubSub(floor)), seconds(5));
 }
 
 }  // namespace

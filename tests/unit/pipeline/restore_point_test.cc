@@ -27,16 +27,24 @@ class RestorePointTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(base_); }
 
-  // A complete checkpoint chk-<id> of job "j" whose _metadata was written `age` ago.
+  static std::int64_t NowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+  // A complete checkpoint chk-<id> of job "j" taken `age` ago.
   std::string Write(std::int64_t id, std::chrono::seconds age) {
     runtime::CompletedCheckpoint cp;
     cp.id = id;
     cp.job_id = "j";
+    cp.timestamp_ms = NowMs() - std::chrono::duration_cast<std::chrono::milliseconds>(age).count();
     cp.operators["source"].parallelism = 1;
     cp.operators["source"].subtasks[0]["splits"] = {{1, std::string(64, 's')}};
     const std::string dir = (checkpoints_ / "j" / fmt::format("chk-{}", id)).string();
     EXPECT_TRUE(runtime::CheckpointStorage::write(dir, cp).ok());
-    fs::last_write_time(fs::path(dir) / "_metadata", fs::file_time_type::clock::now() - age);
+    // File times say the opposite (as after a copy): what the checkpoint records decides.
+    fs::last_write_time(fs::path(dir) / "_metadata", fs::file_time_type::clock::now() + age);
     return dir;
   }
 
@@ -100,6 +108,7 @@ TEST_F(RestorePointTest, ASavepointNewerThanTheCheckpointsCountsAsTheNewest) {
   sp.id = 4;
   sp.job_id = "j";
   sp.is_savepoint = true;
+  sp.timestamp_ms = NowMs();
   const std::string savepoint = savepoints_ + "/savepoint-j-4";
   ASSERT_TRUE(runtime::CheckpointStorage::write(savepoint, sp).ok());
   auto choice = ChooseRestorePoint(checkpoints_.string(), savepoints_, false);
@@ -125,6 +134,29 @@ TEST_F(RestorePointTest, AnEmptyMetadataFileIsCorruptNotAnOldFormat) {
   ASSERT_FALSE(read.ok());
   EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(std::string(read.status().message()), HasSubstr("_metadata is corrupt (empty)"));
+}
+
+// A checkpoint folder whose own name looks like a checkpoint ("chk-2") is still searched.
+TEST_F(RestorePointTest, AFolderNamedLikeACheckpointIsSearchedNotTakenForOne) {
+  checkpoints_ = base_ / "chk-2";
+  const std::string inside = Write(3, std::chrono::seconds(10));
+  fs::create_directories(base_ / "chk-2" / "j" / "chk-30s");  // not a checkpoint name
+  auto choice = ChooseRestorePoint(checkpoints_.string(), savepoints_, false);
+  ASSERT_TRUE(choice.ok()) << choice.status();
+  EXPECT_EQ(choice->path, inside);
+  EXPECT_TRUE(choice->incomplete.empty()) << choice->incomplete.front();
+}
+
+// A run that is killed leaves its marker; the next start knows its predecessor may have died
+// holding input, whatever the newest restore point is (a savepoint of an earlier run included).
+TEST_F(RestorePointTest, ARunMarkerOutlivesAKilledRunButNotACleanOne) {
+  const std::string dir = checkpoints_.string();
+  EXPECT_TRUE(PreviousRunEndedCleanly(dir)) << "no run yet";
+  ASSERT_TRUE(MarkRunStarted(dir).ok());
+  EXPECT_FALSE(PreviousRunEndedCleanly(dir)) << "as a killed run leaves it";
+  ASSERT_TRUE(MarkRunStarted(dir).ok()) << "the next run takes it over";
+  MarkRunEndedCleanly(dir);
+  EXPECT_TRUE(PreviousRunEndedCleanly(dir));
 }
 
 }  // namespace

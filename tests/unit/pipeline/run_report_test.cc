@@ -49,6 +49,11 @@ TEST(RunReportTest, OutCountsStoredRecordsNotFailedOnes) {
   const std::string summary = FormatSummary(result, {});
   EXPECT_THAT(summary, HasSubstr("out 70, skipped 0, failed 30"));
   EXPECT_THAT(summary, HasSubstr("throughput 10/s in, 7/s out"));
+  // Records refused before any RPC were never sent: they are not subtracted from what was.
+  result.metrics = {
+      Sample(kSourceNode, "numRecordsOut", 100), Sample(kSinkNode, "numRecordsSend", 60),
+      Sample(kSinkNode, "numRecordsSendErrors", 45), Sample(kSinkNode, "recordsRefused", 40)};
+  EXPECT_THAT(FormatSummary(result, {}), HasSubstr("out 55, skipped 0, failed 45"));
 }
 
 // A run stopped by --stop-when-idle spent its last stretch waiting: throughput is over the

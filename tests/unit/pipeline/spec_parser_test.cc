@@ -159,6 +159,21 @@ TEST(SpecParser, AnErrorFromAConnectorBuilderNamesTheFileLineAndOption) {
   EXPECT_EQ(env.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(SpecParser, AJobNameWithAControlCharacterIsRefused) {
+  // A NUL in the name cut the run's summary short.
+  for (const std::string& name :
+       {std::string("\"a\\0b\""), std::string("\"two\\nlines\""), std::string("\"\"")}) {
+    std::string text(kMinimal);
+    text.replace(0, std::string("name: t").size(), "name: " + name);
+    auto spec = Parse(text);
+    ASSERT_FALSE(spec.ok()) << name;
+    EXPECT_THAT(std::string(spec.status().message()), HasSubstr(": name: must")) << name;
+  }
+  std::string fine(kMinimal);
+  fine.replace(0, std::string("name: t").size(), "name: flights-to-bigtable.v2");
+  EXPECT_TRUE(Parse(fine).ok());
+}
+
 TEST(SpecParser, AValueFromTheEnvironmentIsNeverEchoedInAnError) {
   auto spec = Parse(std::string(kMinimal) + "checkpointing:\n  mode: ${MODE}\n",
                     {{"MODE", "hunter2-secret"}});

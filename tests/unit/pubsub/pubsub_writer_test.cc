@@ -10,6 +10,7 @@
 #include "gcpstream/pubsub/sink/failed_message.h"
 #include "gcpstream/pubsub/sink/pubsub_dead_letter_queue.h"
 #include "gcpstream/pubsub/sink/pubsub_sink.h"
+#include "gcpstream/util/utf8.h"
 #include "tests/support/fake_contexts.h"
 #include "tests/support/fake_pubsub.h"
 
@@ -371,6 +372,20 @@ TEST_F(PubSubWriterTest, DeadLetterQueueMessagesCarryThePayloadAndWhereItFailed)
   EXPECT_EQ(m.attributes().at("gcpstream.status_code"), "INVALID_ARGUMENT");
   EXPECT_EQ(m.attributes().at("gcpstream.error").size(), 1024u) << "bounded";
   EXPECT_TRUE(m.data().empty());
+}
+
+// Attributes are protobuf strings: an error quoting a record's raw bytes, or cut in the middle
+// of a character, made a dead letter the service cannot parse (and the job failed on it).
+TEST_F(PubSubWriterTest, DeadLetterAttributesAreValidUtf8WhateverTheErrorQuotes) {
+  std::string error = "row '\xff\xfe' refused: ";
+  while (error.size() < 1023) error += "\xc3\xa9";  // "é" across the 1024-byte cut
+  FailedMessage failed(TopicDestination::of("p", "orders"), std::nullopt,
+                       absl::InvalidArgumentError(error), true);
+  auto m = PubSubDeadLetterQueue::ToMessage(failed);
+  const std::string& attribute = m.attributes().at("gcpstream.error");
+  EXPECT_FALSE(util::InvalidUtf8At(attribute).has_value()) << attribute;
+  EXPECT_LE(attribute.size(), 1024u);
+  EXPECT_THAT(attribute, ::testing::StartsWith("row '\\xff\\xfe' refused: \xc3\xa9"));
 }
 
 TEST_F(PubSubWriterTest, AnInvalidTopicIdIsAConfigurationErrorNeverARecordFailure) {

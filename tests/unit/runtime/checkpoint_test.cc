@@ -482,32 +482,37 @@ TEST(StateRedistributionTest, SplitsListsEvenlyAndBroadcastsBroadcastLists) {
   EXPECT_EQ(one[0].list("splits").size(), 4u);
 }
 
-// A restart continues from whichever complete checkpoint or savepoint was written last, and
-// ignores incomplete ones (no _metadata).
+// A restart continues from whichever complete checkpoint or savepoint was taken last (as its
+// _metadata records), and ignores incomplete ones (no _metadata).
 TEST(CheckpointStorageTest, RestorePointIsTheNewestCompleteCheckpointOrSavepoint) {
   const fs::path base = TempDir("restore-point");
   const fs::path checkpoints = base / "checkpoints";
   const fs::path savepoints = base / "savepoints";
-  auto make = [](const fs::path& dir, bool complete, fs::file_time_type when) {
+  const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
+  auto make = [&](const fs::path& dir, bool complete, std::chrono::seconds age) {
     fs::create_directories(dir);
     if (!complete) return;
-    std::ofstream(dir / "_metadata") << "x";
-    fs::last_write_time(dir / "_metadata", when);
+    runtime::CompletedCheckpoint cp;
+    cp.id = 1;
+    cp.job_id = "job";
+    cp.timestamp_ms = now_ms - std::chrono::duration_cast<std::chrono::milliseconds>(age).count();
+    ASSERT_TRUE(runtime::CheckpointStorage::write(dir.string(), cp).ok());
   };
-  const auto now = fs::file_time_type::clock::now();
   EXPECT_EQ(
       runtime::CheckpointStorage::find_restore_point(checkpoints.string(), savepoints.string())
           .status()
           .code(),
       absl::StatusCode::kNotFound);
-  make(checkpoints / "job" / "chk-3", true, now - std::chrono::seconds(30));
-  make(savepoints / "savepoint-a-2", true, now - std::chrono::seconds(60));
+  make(checkpoints / "job" / "chk-3", true, std::chrono::seconds(30));
+  make(savepoints / "savepoint-a-2", true, std::chrono::seconds(60));
   auto point =
       runtime::CheckpointStorage::find_restore_point(checkpoints.string(), savepoints.string());
   ASSERT_TRUE(point.ok()) << point.status();
   EXPECT_EQ(fs::path(*point).filename(), "chk-3");
-  make(savepoints / "savepoint-b-4", true, now - std::chrono::seconds(10));
-  make(savepoints / "savepoint-c-5", false, now);  // incomplete: never chosen
+  make(savepoints / "savepoint-b-4", true, std::chrono::seconds(10));
+  make(savepoints / "savepoint-c-5", false, std::chrono::seconds(0));  // incomplete: never chosen
   point = runtime::CheckpointStorage::find_restore_point(checkpoints.string(), savepoints.string());
   ASSERT_TRUE(point.ok()) << point.status();
   EXPECT_EQ(fs::path(*point).filename(), "savepoint-b-4");
