@@ -271,7 +271,6 @@ TEST_F(PubSubSourceIT, AFailureAfterACompletedCheckpointRestoresWithoutLoss) {
   ASSERT_TRUE(source.ok()) << source.status();
   auto seen = std::make_shared<Seen>();
   auto failed = std::make_shared<std::atomic<bool>>(false);
-  auto records = std::make_shared<std::atomic<int>>(0);
   RunningJob* running = nullptr;
   auto job = Job(
       *source, seen, 2, 100ms,
@@ -280,16 +279,20 @@ TEST_F(PubSubSourceIT, AFailureAfterACompletedCheckpointRestoresWithoutLoss) {
         c.restart_strategy.max_attempts = 2;
         c.restart_strategy.delay = 100ms;
       },
-      [failed, records, &running](const std::string& v) -> std::string {
-        // Fail once, mid-stream, after at least one checkpoint completed.
-        if (records->fetch_add(1) >= 150 && running && running->latest_checkpoint() > 0 &&
-            !failed->exchange(true)) {
+      [failed, &running](const std::string& v) -> std::string {
+        // Fail once, mid-stream, on the first record after a checkpoint completed.
+        if (running && running->latest_checkpoint() > 0 && !failed->exchange(true)) {
           throw std::runtime_error("injected failure");
         }
         return v;
       });
   running = job.get();
+  // The first 400 may all be read before the first checkpoint (it used to be that the failure
+  // then never came): the second 400 are published once one has completed.
   AwaitDistinct(*seen, 400, kRedeliveryPatience);
+  AwaitCheckpointAfter(*job, 0);
+  Publish(topic, 400, 800);
+  AwaitDistinct(*seen, 800, kRedeliveryPatience);
   EXPECT_TRUE(failed->load()) << "the failure was never injected";
   job->runner->cancel();
   job->finish();
