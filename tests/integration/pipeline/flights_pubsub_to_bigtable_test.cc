@@ -148,6 +148,18 @@ class FlightsPipelineIT : public ::testing::Test {
     return found;
   }
 
+  // A fault proxy in front of the Bigtable emulator that holds every MutateRows unanswered.
+  std::unique_ptr<testing::FaultProxy> StalledBigtable() {
+    auto proxy = testing::FaultProxy::start(bigtable_);
+    EXPECT_TRUE(proxy.ok()) << proxy.status();
+    if (!proxy.ok()) return nullptr;
+    testing::FaultRule hang;
+    hang.method = "MutateRows";
+    hang.action = testing::FaultRule::Action::kHang;
+    (*proxy)->add_rule(hang);
+    return std::move(*proxy);
+  }
+
   // Nothing is left on the subscription: every message was acknowledged.
   void ExpectNothingLeft() {
     auto left = client_->pull(testing::SubscriptionName(kProject, subscription_), 1, 3s);
@@ -221,13 +233,9 @@ TEST_F(FlightsPipelineIT, AfterASigkillTheRecoveryRunWaitsForTheHeldMessages) {
 // cannot flush. A second SIGTERM, a second or more after the first, cancels: exit code 143.
 TEST_F(FlightsPipelineIT, ASecondSigtermCancelsAStopThatCannotFlush) {
   Publish(100);
-  auto proxy = testing::FaultProxy::start(bigtable_);
-  ASSERT_TRUE(proxy.ok()) << proxy.status();
-  testing::FaultRule hang;
-  hang.method = "MutateRows";
-  hang.action = testing::FaultRule::Action::kHang;
-  (*proxy)->add_rule(hang);
-  const int pid = Start(kPipeline2, "--checkpoint-interval 1d", "run.txt", (*proxy)->endpoint());
+  auto proxy = StalledBigtable();
+  ASSERT_NE(proxy, nullptr);
+  const int pid = Start(kPipeline2, "--checkpoint-interval 1d", "run.txt", proxy->endpoint());
   ASSERT_GT(pid, 0);
   ASSERT_TRUE(WaitForLog("run.txt", "progress: in 100 (", 60s)) << ReadFile(dir_ / "run.txt");
   ::kill(pid, SIGTERM);
@@ -237,7 +245,7 @@ TEST_F(FlightsPipelineIT, ASecondSigtermCancelsAStopThatCannotFlush) {
   ::kill(pid, SIGTERM);
   EXPECT_EQ(WaitForExit(pid, "run.txt", 90s), 143) << ReadFile(dir_ / "run.txt");
   EXPECT_THAT(ReadFile(dir_ / "run.txt"), HasSubstr("SIGTERM again: cancelling the job"));
-  EXPECT_GT((*proxy)->faults(), 0) << "no MutateRows reached the proxy";
+  EXPECT_GT(proxy->faults(), 0) << "no MutateRows reached the proxy";
 }
 
 // The same stall with a short checkpoint timeout: the savepoint fails at the timeout naming
@@ -245,12 +253,8 @@ TEST_F(FlightsPipelineIT, ASecondSigtermCancelsAStopThatCannotFlush) {
 // entries, MutateRows), and the job ends (exit 1) instead of waiting for ever.
 TEST_F(FlightsPipelineIT, AStopThatCannotFlushFailsAtTheCheckpointTimeoutNamingTheWait) {
   Publish(100);
-  auto proxy = testing::FaultProxy::start(bigtable_);
-  ASSERT_TRUE(proxy.ok()) << proxy.status();
-  testing::FaultRule hang;
-  hang.method = "MutateRows";
-  hang.action = testing::FaultRule::Action::kHang;
-  (*proxy)->add_rule(hang);
+  auto proxy = StalledBigtable();
+  ASSERT_NE(proxy, nullptr);
   // The example with a 15 s checkpoint timeout (the wait is described after 6 s: a tenth of
   // the 60 s stall-warning interval).
   std::string yaml = ReadFile(fs::path(GCPSTREAM_SOURCE_DIR) / kPipeline2);
@@ -259,7 +263,7 @@ TEST_F(FlightsPipelineIT, AStopThatCannotFlushFailsAtTheCheckpointTimeoutNamingT
   yaml.replace(yaml.find(interval), interval.size(), "  interval: 1d\n  timeout: 15s\n");
   const fs::path pipeline = dir_ / "stalled.yaml";
   std::ofstream(pipeline) << yaml;
-  const int pid = Start(pipeline.string(), "", "run.txt", (*proxy)->endpoint());
+  const int pid = Start(pipeline.string(), "", "run.txt", proxy->endpoint());
   ASSERT_GT(pid, 0);
   ASSERT_TRUE(WaitForLog("run.txt", "progress: in 100 (", 60s)) << ReadFile(dir_ / "run.txt");
   ::kill(pid, SIGTERM);
