@@ -31,7 +31,8 @@ FailureRouter::FailureRouter(std::string connector, std::shared_ptr<FailureHandl
       rejections_(max_consecutive_rejections, std::move(connector)),
       group_(group),
       send_errors_(group.counter(metric_names::kNumRecordsSendErrors)),
-      refused_(group.counter("recordsRefused")) {}
+      refused_(group.counter("recordsRefused")),
+      delivered_(group.counter("recordsDelivered")) {}
 
 void FailureRouter::count_error_class(absl::StatusCode code) {
   group_.add_group("errorClass").add_group(ErrorClassName(code)).counter("errors").inc();

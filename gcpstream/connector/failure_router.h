@@ -44,7 +44,10 @@ class FailureRouter {
   // A record the service refused on its own (already confirmed by an isolation pass).
   absl::Status route_rejection(const FailedElement& element);
   // A record was delivered: the consecutive-rejection run is over.
-  void on_success() { rejections_.on_success(); }
+  void on_success() {
+    rejections_.on_success();
+    delivered_.inc_single_writer();
+  }
   // Counts a failure by code without routing it (e.g. each entry failed by a missing table).
   void count_error_class(absl::StatusCode code);
 
@@ -62,6 +65,8 @@ class FailureRouter {
   // Failures before any RPC (serializer, precheck): counted in numRecordsSendErrors but never
   // in numRecordsSend, so "stored" = numRecordsSend - (numRecordsSendErrors - recordsRefused).
   Counter& refused_;
+  // Records the service confirmed (recordsDelivered): what the run summary reports as "out".
+  Counter& delivered_;
 };
 
 // The name used in errorClass.<CODE>.errors: the gRPC code's name, or UNCLASSIFIED.

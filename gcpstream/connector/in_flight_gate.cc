@@ -43,16 +43,18 @@ absl::Status InFlightGate::drain(std::string_view wait) {
 absl::Status InFlightGate::await(std::string_view wait, absl::FunctionRef<bool()> done) {
   // The budget is measured from the start of the wait and restarts whenever a completion is
   // noticed (completions bump a counter; reading the clock per completion would cost more than
-  // the bookkeeping it serves). The wait wakes every tenth of the shorter of the two periods to
-  // look, so a completion is dated at most that late: the warning and the expiry come at most
-  // 10% after "that long since the last completion", and the time they report is never more
-  // than the real one.
+  // the bookkeeping it serves). The wait wakes every tenth of the shorter of the two periods
+  // (at most every second) to look, so a completion is dated at most that late: the warning
+  // and the expiry come at most 10% after "that long since the last completion", and the time
+  // they report is never more than the real one. Each look also refreshes the wait's
+  // description for other threads (a checkpoint that times out names it).
   SteadyTime base = Clock::now();
   std::uint64_t seen = progress_;
   util::ScopedWaitNotice notice;  // cleared (or the outer wait's put back) however this ends
   std::chrono::milliseconds period = policy_.stall_warning_interval;
   if (policy_.progress_timeout) period = std::min(period, *policy_.progress_timeout);
-  const auto check = std::max<std::chrono::milliseconds>(period / 10, std::chrono::milliseconds(1));
+  const auto check = std::clamp<std::chrono::milliseconds>(
+      period / 10, std::chrono::milliseconds(1), std::chrono::seconds(1));
   while (!done()) {
     SteadyTime wake = base + policy_.stall_warning_interval;
     if (last_warning_ != SteadyTime::min()) {

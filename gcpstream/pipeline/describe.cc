@@ -8,6 +8,7 @@
 #include "gcpstream/connector/lineage.h"
 #include "gcpstream/pipeline/duration_text.h"
 #include "gcpstream/pipeline/file_source.h"
+#include "gcpstream/pipeline/option_location.h"
 #include "gcpstream/pipeline/pipeline_job.h"
 #include "gcpstream/runtime/builtin/number_sequence_source.h"
 
@@ -126,7 +127,9 @@ absl::StatusOr<std::string> DescribePipeline(const PipelineSpec& spec) {
     auto stream = env.from_source(std::make_shared<NumberSequenceSource>(0, 0, 1),
                                   WatermarkStrategy<std::int64_t>::no_watermarks(), "probe")
                       .map([](std::int64_t) { return PipelineRecord{}; });
-    GCP_RETURN_IF_ERROR(AttachSink(spec, stream));
+    if (absl::Status s = AttachSink(spec, stream); !s.ok()) {
+      return LocateOptionError(spec.options, s);
+    }
   }
   std::string out;
   out += fmt::format("pipeline {} (parallelism {})\n\n", spec.name, spec.parallelism);

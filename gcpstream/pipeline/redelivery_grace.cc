@@ -17,7 +17,13 @@ std::chrono::milliseconds RedeliveryGraceAfterCrash(const PipelineSpec& spec) {
       o.min_duration_per_ack_extension.value_or(std::chrono::seconds(10));
   const std::chrono::seconds hi =
       o.max_duration_per_ack_extension.value_or(std::chrono::seconds(600));
-  return std::max(lo, hi);
+  std::chrono::milliseconds lease = std::max(lo, hi);
+  // The subscription's own ack deadline, where the file sets it: the emulator holds a dead
+  // stream's messages for that long rather than for the stream's deadline.
+  for (const auto& sub : pubsub->subscriptions) {
+    if (sub.create && sub.create->ack_deadline) lease = std::max(lease, *sub.create->ack_deadline);
+  }
+  return lease;
 }
 
 }  // namespace gcpstream::pipeline

@@ -12,7 +12,9 @@ namespace gcpstream::pipeline {
 // from the checkpointed offset at once). For a Pub/Sub source, the messages the dead run had
 // leased return only when their leases lapse, and the longest lease it could have set is one
 // extension: the larger of min_duration_per_ack_extension (default 10 s) and
-// max_duration_per_ack_extension (default 600 s, Google's cap on an ack deadline). It is read
+// max_duration_per_ack_extension (default 600 s, Google's cap on an ack deadline), or a
+// subscription's ack_deadline under `create:` when that is longer (the emulator holds a dead
+// stream's messages for the subscription's deadline). It is read
 // from `spec`, the pipeline as it is now: if the dead run had longer extensions, its leases
 // may outlast this.
 //

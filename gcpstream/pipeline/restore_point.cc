@@ -25,6 +25,14 @@ absl::StatusOr<RestoreChoice> ChooseRestorePoint(const std::string& checkpoint_d
                                                  const std::string& savepoint_dir, bool fallback) {
   RestoreChoice choice;
   choice.incomplete = CheckpointStorage::list_incomplete(checkpoint_dir);
+  // Savepoint folders without _metadata too (being written when their job stopped, or damaged).
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(savepoint_dir, ec)) {
+    std::error_code inner;
+    if (entry.is_directory(inner) && !fs::exists(entry.path() / "_metadata", inner)) {
+      choice.incomplete.push_back(entry.path().string());
+    }
+  }
   const std::vector<std::string> points =
       CheckpointStorage::list_restore_points(checkpoint_dir, savepoint_dir);
   for (std::size_t i = 0; i < points.size(); ++i) {

@@ -28,7 +28,8 @@ struct RestoreChoice {
   // Newer ones that could not be read and were passed over (only with `fallback`), each with
   // why (DATA_LOSS naming the damaged file, FAILED_PRECONDITION for an unknown format).
   std::vector<std::pair<std::string, absl::Status>> skipped;
-  // chk-<n> folders without `_metadata` (a checkpoint in progress when its job stopped).
+  // chk-<n> and savepoint folders without `_metadata` (being written when their job stopped,
+  // or damaged): never chosen, and never passed over silently (run --restore warns).
   std::vector<std::string> incomplete;
 };
 

@@ -42,6 +42,7 @@ ProgressSample SampleProgress(const std::vector<runtime::MetricSample>& metrics)
     if (m.name == "inFlightMessages" || m.name == "inFlightEntries") s.in_flight += m.value;
     if (m.name == "numRecordsSendErrors") s.send_errors += m.value;
     if (m.name == "recordsRefused") s.refused += m.value;
+    if (m.name == "recordsDelivered") s.delivered += m.value;
     if (m.name == "recordsSkipped") s.skipped += m.value;
     if (m.name.rfind("errorClass.", 0) == 0 && m.name.size() > 18 &&
         m.name.compare(m.name.size() - 7, 7, ".errors") == 0) {
@@ -75,9 +76,9 @@ std::string FormatSummary(const runtime::JobResult& result, const RunObservation
   const double seconds = std::max(0.001, result.duration.count() / 1000.0);
   const double active_seconds = std::max(
       0.001, (result.duration - std::min(result.duration, run.idle_before_stop)).count() / 1000.0);
-  // numRecordsSend counts what went to the service; failures it answered are in it, those
-  // refused before any RPC are not.
-  const double stored = std::max(0.0, s.records_out - (s.send_errors - s.refused));
+  // What the service confirmed: not what failed, nor what was still unanswered at the end (a
+  // cancelled run's in-flight records).
+  const double stored = s.delivered;
   std::string out;
   out +=
       fmt::format("job {} ({}): {}\n", result.job_name, result.job_id,

@@ -22,6 +22,7 @@ struct ProgressSample {
   double in_flight = 0;    // sent, not yet answered (inFlightMessages / inFlightEntries)
   double send_errors = 0;  // handed to the failure handler
   double refused = 0;      // of those, refused before any RPC (recordsRefused)
+  double delivered = 0;    // confirmed by the service (recordsDelivered)
   double skipped = 0;      // skipped by the sink's serializer
   std::map<std::string, double> error_classes;  // gRPC code -> failed records
 };
@@ -45,8 +46,9 @@ struct RunObservations {
 std::string FormatProgress(const ProgressSample& now, const ProgressSample& previous,
                            std::chrono::milliseconds interval, const RunObservations& run);
 
-// The end-of-run summary: status, records in/filtered/out ("out" counts the records the sink
-// stored: sent minus failed), duration, throughput over the active time (the duration less
+// The end-of-run summary: status, records in/filtered/out ("out" counts the records the
+// service confirmed, recordsDelivered: neither failed ones nor ones still unanswered when the
+// run ended), duration, throughput over the active time (the duration less
 // `run.idle_before_stop`), checkpoints, restarts, and failures by class.
 std::string FormatSummary(const runtime::JobResult& result, const RunObservations& run);
 

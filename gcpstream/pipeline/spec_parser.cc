@@ -155,8 +155,19 @@ absl::StatusOr<PipelineSpec> ParsePipelineSpec(const std::string& text,
   PipelineSpec spec;
   spec.name = top.string("name", "pipeline");
   // The name is printed (summary, logs) and stored in checkpoints: a NUL cut the summary short.
-  if (std::any_of(spec.name.begin(), spec.name.end(),
-                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+  // C0 and DEL, C1 (U+0080..U+009F, UTF-8 C2 80..C2 9F: U+009B starts a terminal escape) and
+  // the line and paragraph separators U+2028/U+2029 (E2 80 A8/A9).
+  auto control_at = [&](std::size_t i) {
+    const auto c = static_cast<unsigned char>(spec.name[i]);
+    const auto next = [&](std::size_t k) {
+      return i + k < spec.name.size() ? static_cast<unsigned char>(spec.name[i + k]) : 0;
+    };
+    return c < 0x20 || c == 0x7f || (c == 0xc2 && next(1) >= 0x80 && next(1) <= 0x9f) ||
+           (c == 0xe2 && next(1) == 0x80 && (next(2) == 0xa8 || next(2) == 0xa9));
+  };
+  bool control = false;
+  for (std::size_t i = 0; i < spec.name.size() && !control; ++i) control = control_at(i);
+  if (control) {
     top.check("name", absl::InvalidArgumentError(
                           "must not contain control characters (a NUL, a newline, ...)"));
   } else if (spec.name.empty() || spec.name.size() > 256) {

@@ -65,10 +65,24 @@ void YamlContext::fail(const YAML::Mark& mark, const std::string& path, const st
 std::string YamlContext::redact(const std::string& path, std::string text) const {
   auto it = from_env_.find(path);
   if (it == from_env_.end()) return text;
+  // Whole occurrences only: a value "0" must not turn "10min" in the same message into
+  // "1${VAR}min".
+  auto word = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.';
+  };
   for (const auto& [value, reference] : it->second) {
-    for (std::size_t at = text.find(value); at != std::string::npos;
-         at = text.find(value, at + reference.size())) {
+    if (value.empty()) continue;
+    for (std::size_t at = text.find(value); at != std::string::npos;) {
+      const std::size_t end = at + value.size();
+      const bool whole = (at == 0 || !word(text[at - 1]) || !word(value.front())) &&
+                         (end == text.size() || !word(text[end]) || !word(value.back()));
+      if (!whole) {
+        at = text.find(value, at + 1);
+        continue;
+      }
       text.replace(at, value.size(), reference);
+      at = text.find(value, at + reference.size());
     }
   }
   return text;

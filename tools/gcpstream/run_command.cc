@@ -1,6 +1,7 @@
 #include "tools/gcpstream/run_command.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -168,6 +169,13 @@ int Run(const RunFlags& flags) {
     if (!choice->path.empty()) {
       overrides.restore_from = choice->path;
       overrides.allow_non_restored_state = flags.allow_non_restored_state;
+      if (!choice->incomplete.empty()) {
+        spdlog::warn(
+            "--restore: restoring {}; passing over {} folder{} without _metadata (being written "
+            "when their job stopped, or damaged): {}",
+            choice->path, choice->incomplete.size(), choice->incomplete.size() == 1 ? "" : "s",
+            fmt::join(choice->incomplete, ", "));
+      }
     } else if (!choice->incomplete.empty()) {
       spdlog::warn(
           "--restore: no complete checkpoint or savepoint under {} or {}; {} incomplete one{} "

@@ -43,6 +43,13 @@ TEST(RedeliveryGraceTest, PubSubFollowsTheExtensionBoundsTheRunCouldHaveUsed) {
   EXPECT_EQ(RedeliveryGraceAfterCrash(WithPubSub(floor)), seconds(10));
   floor.min_duration_per_ack_extension = seconds(1);
   EXPECT_EQ(RedeliveryGraceAfterCrash(WithPubSub(floor)), seconds(5));
+  // A longer subscription deadline the file sets counts too (the emulator applies it).
+  PipelineSpec spec = WithPubSub(floor);
+  PubSubSourceSpec::Subscription sub;
+  sub.create.emplace();
+  sub.create->ack_deadline = seconds(60);
+  std::get<PubSubSourceSpec>(spec.source).subscriptions.push_back(sub);
+  EXPECT_EQ(RedeliveryGraceAfterCrash(spec), seconds(60));
 }
 
 }  // namespace

@@ -102,6 +102,18 @@ TEST_F(RestorePointTest, ADamagedNewestCheckpointFailsUnlessFallbackIsAsked) {
   EXPECT_EQ(fallen_back->skipped[0].second.code(), absl::StatusCode::kDataLoss);
 }
 
+// A savepoint whose _metadata is gone is never chosen, and is listed so the restore says it
+// passed over it (it used to restore an older checkpoint without a word).
+TEST_F(RestorePointTest, ASavepointWithoutMetadataIsListedAsPassedOver) {
+  const std::string checkpoint = Write(3, std::chrono::seconds(60));
+  fs::create_directories(fs::path(savepoints_) / "savepoint-j-5");
+  auto choice = ChooseRestorePoint(checkpoints_.string(), savepoints_, false);
+  ASSERT_TRUE(choice.ok()) << choice.status();
+  EXPECT_EQ(choice->path, checkpoint);
+  ASSERT_EQ(choice->incomplete.size(), 1u);
+  EXPECT_EQ(fs::path(choice->incomplete[0]).filename(), "savepoint-j-5");
+}
+
 TEST_F(RestorePointTest, ASavepointNewerThanTheCheckpointsCountsAsTheNewest) {
   Write(3, std::chrono::seconds(60));
   runtime::CompletedCheckpoint sp;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 
+#include "gcpstream/pipeline/describe.h"
 #include "gcpstream/pipeline/pipeline_job.h"
 
 namespace gcpstream::pipeline {
@@ -157,12 +158,18 @@ TEST(SpecParser, AnErrorFromAConnectorBuilderNamesTheFileLineAndOption) {
                   "and retry_max_attempts cannot be set",
                   line)));
   EXPECT_EQ(env.status().code(), absl::StatusCode::kInvalidArgument);
+  // `describe` checks the same builders and says the same.
+  auto described = DescribePipeline(*spec);
+  ASSERT_FALSE(described.ok());
+  EXPECT_EQ(described.status().message(), env.status().message());
 }
 
 TEST(SpecParser, AJobNameWithAControlCharacterIsRefused) {
   // A NUL in the name cut the run's summary short.
+  // C0, C1 (U+009B starts a terminal escape) and the line separator U+2028 alike.
   for (const std::string& name :
-       {std::string("\"a\\0b\""), std::string("\"two\\nlines\""), std::string("\"\"")}) {
+       {std::string("\"a\\0b\""), std::string("\"two\\nlines\""), std::string("\"\""),
+        std::string("\"a\\u009b31m\""), std::string("\"a\\u2028b\"")}) {
     std::string text(kMinimal);
     text.replace(0, std::string("name: t").size(), "name: " + name);
     auto spec = Parse(text);
@@ -182,6 +189,11 @@ TEST(SpecParser, AValueFromTheEnvironmentIsNeverEchoedInAnError) {
   EXPECT_THAT(msg, HasSubstr("p.yaml:15:9: checkpointing.mode:"));
   EXPECT_THAT(msg, HasSubstr("${MODE}")) << "the variable is named";
   EXPECT_THAT(msg, Not(HasSubstr("hunter2"))) << "its value is not";
+  // Only whole occurrences are replaced: the "0" of the range is not the variable's value.
+  spec = Parse(std::string(kMinimal) + "parallelism: ${P}\n", {{"P", "0"}});
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr("parallelism: ${P} is out of range: allowed 1..1024"));
 }
 
 TEST(SpecParser, DuplicateKeysAndExtraDocumentsAreRefused) {
