@@ -229,6 +229,21 @@ TEST_F(FlightsPipelineIT, AfterASigkillTheRecoveryRunWaitsForTheHeldMessages) {
   ExpectNothingLeft();
 }
 
+// A message nested 100,000 levels deep used to overflow the stack (SIGSEGV) on every
+// redelivery. It is a deserialization failure: under the example's FAIL policy the job fails
+// (exit 1) naming the depth, and nothing crashes.
+TEST_F(FlightsPipelineIT, ADeeplyNestedMessageIsADeserializationFailureNotACrash) {
+  dir_ = testing::WriteFlightsFolder("pipeline2-it", Flights(2));  // a folder; not published
+  google::pubsub::v1::PubsubMessage nested;
+  nested.set_data("{\"origin\":\"X\",\"d\":" + std::string(100'000, '[') +
+                  std::string(100'000, ']') + "}");
+  ASSERT_TRUE(client_->publish(testing::TopicName(kProject, topic_), {nested}).ok());
+  const int rc = Run(kPipeline2, "--stop-when-idle 3s", "run.txt", 120s);
+  const std::string output = ReadFile(dir_ / "run.txt");
+  EXPECT_EQ(rc, 1) << output;
+  EXPECT_THAT(output, HasSubstr("nested deeper than 256"));
+}
+
 // Bigtable stops answering MutateRows (the fault proxy holds every call): a stop with savepoint
 // cannot flush. A second SIGTERM, a second or more after the first, cancels: exit code 143.
 TEST_F(FlightsPipelineIT, ASecondSigtermCancelsAStopThatCannotFlush) {
