@@ -119,22 +119,6 @@ std::int64_t CheckpointNumber(const fs::path& dir) {
   return n;
 }
 
-// The highest complete chk-<n> directly under `job_dir`.
-std::optional<fs::path> LatestInJobDir(const fs::path& job_dir) {
-  std::optional<fs::path> best;
-  std::int64_t best_n = -1;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(job_dir, ec)) {
-    if (!entry.is_directory()) continue;
-    const std::int64_t n = CheckpointNumber(entry.path());
-    if (n > best_n && HasMetadata(entry.path())) {
-      best_n = n;
-      best = entry.path();
-    }
-  }
-  return best;
-}
-
 }  // namespace
 
 std::string CheckpointStorage::checkpoint_dir(const std::string& base, const std::string& job_id,
@@ -287,27 +271,16 @@ absl::StatusOr<CompletedCheckpoint> CheckpointStorage::read(const std::string& d
 }
 
 absl::StatusOr<std::string> CheckpointStorage::find_latest(const std::string& path) {
-  const fs::path root(path);
   std::error_code ec;
-  if (!fs::is_directory(root, ec)) {
+  if (!fs::is_directory(path, ec)) {
     return absl::NotFoundError(fmt::format("{} is not a directory", path));
   }
-  if (HasMetadata(root)) return root.string();
-  if (auto best = LatestInJobDir(root)) return best->string();
-  std::optional<fs::path> best;
-  fs::file_time_type best_time;
-  for (const auto& entry : fs::directory_iterator(root, ec)) {
-    if (!entry.is_directory()) continue;
-    auto candidate = LatestInJobDir(entry.path());
-    if (!candidate) continue;
-    const auto time = fs::last_write_time(*candidate / kMetadata, ec);
-    if (!best || time > best_time) {
-      best = candidate;
-      best_time = time;
-    }
+  // The same order a restart uses (what each _metadata records), without savepoints.
+  auto points = list_restore_points(path, "");
+  if (points.empty()) {
+    return absl::NotFoundError(fmt::format("no complete checkpoint under {}", path));
   }
-  if (best) return best->string();
-  return absl::NotFoundError(fmt::format("no complete checkpoint under {}", path));
+  return points.front();
 }
 
 absl::Status CheckpointStorage::remove(const std::string& dir) {

@@ -36,9 +36,9 @@ class CheckpointStorage {
   static absl::StatusOr<CompletedCheckpoint> read(const std::string& dir);
 
   // The latest complete checkpoint under `path`, which may be a checkpoint directory itself, a
-  // job directory (holding chk-<n>), or a base directory (holding job directories). Highest id
-  // wins within a job directory; across job directories the most recently written wins.
-  // NOT_FOUND when there is none.
+  // job directory (holding chk-<n>), or a base directory (holding job directories): the first
+  // of list_restore_points(path, "") (ordered by what each `_metadata` records). NOT_FOUND
+  // when there is none.
   static absl::StatusOr<std::string> find_latest(const std::string& path);
 
   // What a restart continues from: the first of list_restore_points() (a stop with savepoint

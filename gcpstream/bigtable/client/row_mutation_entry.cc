@@ -102,6 +102,23 @@ RowMutationEntry& RowMutationEntry::merge_to_cell(std::string_view family,
   return *this;
 }
 
+const std::string* FamilyOf(const google::bigtable::v2::Mutation& m) {
+  switch (m.mutation_case()) {
+    case google::bigtable::v2::Mutation::kSetCell:
+      return &m.set_cell().family_name();
+    case google::bigtable::v2::Mutation::kDeleteFromColumn:
+      return &m.delete_from_column().family_name();
+    case google::bigtable::v2::Mutation::kDeleteFromFamily:
+      return &m.delete_from_family().family_name();
+    case google::bigtable::v2::Mutation::kAddToCell:
+      return &m.add_to_cell().family_name();
+    case google::bigtable::v2::Mutation::kMergeToCell:
+      return &m.merge_to_cell().family_name();
+    default:
+      return nullptr;
+  }
+}
+
 absl::Status ValidateEntry(const google::bigtable::v2::MutateRowsRequest::Entry& entry) {
   // Row keys in messages are cut: a 4 KiB key is not worth a log line.
   // Escaped: a key is bytes, and these messages end up in logs and dead-letter attributes.
@@ -126,13 +143,7 @@ absl::Status ValidateEntry(const google::bigtable::v2::MutateRowsRequest::Entry&
   for (const auto& m : entry.mutations()) {
     // Family names are protobuf strings: a name that is not UTF-8 makes a request the service
     // cannot parse, so the entry fails here, alone, before any RPC.
-    const std::string* family = nullptr;
-    if (m.has_set_cell()) family = &m.set_cell().family_name();
-    if (m.has_delete_from_column()) family = &m.delete_from_column().family_name();
-    if (m.has_delete_from_family()) family = &m.delete_from_family().family_name();
-    if (m.has_add_to_cell()) family = &m.add_to_cell().family_name();
-    if (m.has_merge_to_cell()) family = &m.merge_to_cell().family_name();
-    if (family != nullptr) {
+    if (const std::string* family = FamilyOf(m); family != nullptr) {
       if (auto at = util::InvalidUtf8At(*family)) {
         return absl::InvalidArgumentError(fmt::format(
             "the entry for row '{}' names a column family that is not valid UTF-8 (byte {})", key,

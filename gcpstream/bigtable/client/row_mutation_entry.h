@@ -16,8 +16,12 @@ inline constexpr std::int64_t kMaxMutationsPerRequest = 100'000;
 // Bigtable's documented row key limit ("Limits": 4 KiB per row key).
 inline constexpr std::int64_t kMaxRowKeyBytes = 4 * 1024;
 
+// The column family a mutation names, or nullptr for one that names none (DeleteFromRow).
+const std::string* FamilyOf(const google::bigtable::v2::Mutation& m);
+
 // INVALID_ARGUMENT when an entry cannot be sent as it is: an empty row key or one over
-// kMaxRowKeyBytes, no mutation, or more than kMaxMutationsPerRequest mutations. The sink checks
+// kMaxRowKeyBytes, no mutation, more than kMaxMutationsPerRequest mutations, a cell timestamp
+// other than -1 or a multiple of 1000 µs, or a family name that is not UTF-8. The sink checks
 // it before any RPC (the emulator answers an empty row key with INTERNAL, the service with
 // INVALID_ARGUMENT: checking first makes both a failure of the record).
 absl::Status ValidateEntry(const google::bigtable::v2::MutateRowsRequest::Entry& entry);

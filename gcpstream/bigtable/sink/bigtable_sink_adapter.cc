@@ -27,11 +27,7 @@ constexpr char kAbandoned[] = "bigtableShutdownsAbandoned";
 std::set<std::string> FamiliesOf(const Entry& entry) {
   std::set<std::string> out;
   for (const auto& m : entry.mutations()) {
-    if (m.has_set_cell()) out.insert(m.set_cell().family_name());
-    if (m.has_delete_from_column()) out.insert(m.delete_from_column().family_name());
-    if (m.has_delete_from_family()) out.insert(m.delete_from_family().family_name());
-    if (m.has_add_to_cell()) out.insert(m.add_to_cell().family_name());
-    if (m.has_merge_to_cell()) out.insert(m.merge_to_cell().family_name());
+    if (const std::string* family = FamilyOf(m)) out.insert(*family);
   }
   return out;
 }
