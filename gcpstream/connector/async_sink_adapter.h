@@ -2,6 +2,7 @@
 #define GCPSTREAM_CONNECTOR_ASYNC_SINK_ADAPTER_H_
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -60,6 +61,14 @@ struct AsyncSinkWriterSettings {
   std::string abandoned_counter = "sinkShutdownsAbandoned";
   // The gauge of live client groups; empty registers none.
   std::string active_groups_gauge;
+  // Elements a client holds while waiting out a retry backoff of its own (a sink whose client
+  // owns the retries, like Cloud Tasks): added to the parked<X> gauge. Called on the metrics
+  // reader's thread, so it must be thread-safe. Empty adds nothing.
+  std::function<std::int64_t()> client_parked;
+  // Every request carries one element (Cloud Tasks: one CreateTask per task), so a record-level
+  // refusal already concerns that element alone: it is routed without the isolation pass's
+  // resend. Default false: batch requests are confirmed element by element.
+  bool one_element_per_request = false;
 };
 
 // What a destination repair did.

@@ -83,7 +83,10 @@ class AsyncSinkWriter {
     const std::string& noun = settings_.words.element_metric;
     metrics_.gauge("inFlight" + noun, [this] { return static_cast<double>(gate_.count()); });
     metrics_.gauge("inFlightBytes", [this] { return static_cast<double>(gate_.bytes()); });
-    metrics_.gauge("parked" + noun, [this] { return static_cast<double>(parked_count_.load()); });
+    metrics_.gauge("parked" + noun, [this] {
+      const std::int64_t in_clients = settings_.client_parked ? settings_.client_parked() : 0;
+      return static_cast<double>(parked_count_.load() + in_clients);
+    });
     metrics_.gauge(settings_.abandoned_counter, [name = settings_.abandoned_counter] {
       return static_cast<double>(ProcessCounter(name).get());
     });
@@ -220,7 +223,9 @@ class AsyncSinkWriter {
   const AsyncSinkWriterSettings& settings() const { return settings_; }
 
  private:
-  enum class ParkReason { kRepairable, kCascade, kRejectedInBatch };
+  // kRejectedAlone: a record-level refusal of a request that carried this element only
+  // (settings.one_element_per_request), routed without the isolation pass's resend.
+  enum class ParkReason { kRepairable, kCascade, kRejectedInBatch, kRejectedAlone };
   struct Destination;
   // One accepted element, kept until its outcome (and while parked). Destinations have stable
   // addresses (node_hash_map) and are released only when clean, so the pointer stays valid.
@@ -471,7 +476,10 @@ class AsyncSinkWriter {
         return;
       case FailureClass::kRecordLevel:
         // A batch RPC may be refused whole for one element: confirm each alone first.
-        park(d, std::move(tracked), ParkReason::kRejectedInBatch, status);
+        park(d, std::move(tracked),
+             settings_.one_element_per_request ? ParkReason::kRejectedAlone
+                                               : ParkReason::kRejectedInBatch,
+             status);
         return;
       default:
         break;
@@ -605,6 +613,15 @@ class AsyncSinkWriter {
         E element = std::move(*p.tracked.element);
         p.tracked.element.reset();
         p.tracked.solo = false;
+        if (p.reason == ParkReason::kRejectedAlone) {
+          // The service already answered about this element alone: route it as confirmed.
+          if (d.send_errors != nullptr) d.send_errors->inc();
+          d.client->on_routed(element);
+          GCP_RETURN_IF_ERROR(router_.route_rejection(
+              *adapter_->failed_element(d.key, std::move(element), p.status, true)));
+          ++routed;
+          continue;
+        }
         if (p.reason != ParkReason::kRejectedInBatch) {
           dispatch(d, std::move(p.tracked), std::move(element));
           continue;

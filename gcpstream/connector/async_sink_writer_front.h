@@ -13,6 +13,7 @@
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/connector/async_sink_writer.h"
 #include "gcpstream/connector/destinations.h"
+#include "gcpstream/connector/serialization.h"
 
 namespace gcpstream::connector {
 
@@ -26,7 +27,8 @@ class AsyncSinkWriterFront final : public SinkWriter<T> {
  public:
   // The record as an element: nothing = skip (counted by recordsSkipped); an error = a
   // serializer failure (routed to the failure handler, never counted as a rejection). Wrap the
-  // user's serializer with CallSerializer so that an exception becomes such an error.
+  // user's serializer with CallSerializer so that an exception becomes such an error. An error
+  // marked by ConfigurationError() (serialization.h) fails the job instead of being routed.
   using Serialize =
       std::function<absl::StatusOr<std::optional<E>>(const T&, const SinkWriterContext&)>;
 
@@ -48,7 +50,11 @@ class AsyncSinkWriterFront final : public SinkWriter<T> {
           w.connector, w.destination));
     }
     absl::StatusOr<std::optional<E>> out = serialize_(element, context);
-    if (!out.ok()) return core_->route_serialization_failure(*destination, out.status());
+    if (!out.ok()) {
+      // A serializer that marks its error as a configuration error fails the job instead.
+      if (IsConfigurationError(out.status())) return out.status();
+      return core_->route_serialization_failure(*destination, out.status());
+    }
     if (!out->has_value()) {
       core_->record_skipped();
       return absl::OkStatus();

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
 
 // The serializer contract shared by every sink:
 // - a serializer returns the connector's message, or nothing (std::nullopt) to SKIP the record:
@@ -27,6 +28,19 @@ absl::StatusOr<std::optional<R>> CallSerializer(F&& fn) {
   } catch (...) {
     return absl::InvalidArgumentError("the serializer threw a non-standard exception");
   }
+}
+
+// A serialization error that is a configuration error rather than a bad record (a serializer
+// that returns what the sink never accepts, for every record alike): AsyncSinkWriterFront fails
+// the job with it instead of routing the record, so a dropping handler cannot empty the stream
+// under a green job. The mark is a status payload; the code and message are kept.
+inline constexpr char kConfigurationErrorPayload[] = "gcpstream.dev/configuration-error";
+inline absl::Status ConfigurationError(absl::Status status) {
+  status.SetPayload(kConfigurationErrorPayload, absl::Cord("1"));
+  return status;
+}
+inline bool IsConfigurationError(const absl::Status& status) {
+  return status.GetPayload(kConfigurationErrorPayload).has_value();
 }
 
 }  // namespace gcpstream::connector

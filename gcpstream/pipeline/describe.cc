@@ -67,6 +67,21 @@ std::string SinkLine(const PipelineSpec& spec) {
         b->create_if_needed ? ", table created if missing" : "",
         b->emulator_endpoint ? ", emulator " + *b->emulator_endpoint : "");
   }
+  if (const auto* c = std::get_if<CloudTasksSinkSpec>(&spec.sink)) {
+    const auto& m = *spec.transform.to_cloud_tasks;
+    std::string headers;
+    for (const auto& [k, t] : m.headers) headers += fmt::format(" {}={}", k, t);
+    return fmt::format(
+        "cloud_tasks {} {} {} {}, body {}{}{}{}",
+        connector::QueueDestination::of(c->project, c->location, c->queue).resource_name(),
+        m.relative_uri ? "App Engine" : "HTTP", m.method,
+        m.relative_uri ? *m.relative_uri : m.url.value_or(""),
+        m.body_field ? "field " + *m.body_field : std::string("= the record as JSON"),
+        headers.empty() ? "" : ", headers" + headers,
+        m.task_id ? ", named by SHA-256 of " + *m.task_id + " (deduplicated)"
+                  : std::string(", unnamed (a replay creates another task)"),
+        c->emulator_endpoint ? ", emulator " + *c->emulator_endpoint : "");
+  }
   const auto& p = std::get<PubSubSinkSpec>(spec.sink);
   const PubSubMappingSpec m = spec.transform.to_pubsub.value_or(PubSubMappingSpec{});
   std::string attrs;
@@ -102,6 +117,10 @@ std::vector<std::pair<std::string, LineageVertex>> PipelineLineage(const Pipelin
     sink.connector = "bigtable";
     sink.datasets.push_back(connector::BigtableDataset(
         connector::TableDestination::of(b->project, b->instance, b->table)));
+  } else if (const auto* c = std::get_if<CloudTasksSinkSpec>(&spec.sink)) {
+    sink.connector = "cloudtasks";
+    sink.datasets.push_back(connector::CloudTasksDataset(
+        connector::QueueDestination::of(c->project, c->location, c->queue)));
   } else {
     const auto& p = std::get<PubSubSinkSpec>(spec.sink);
     sink.connector = "pubsub";

@@ -4,6 +4,7 @@
 #include "gcpstream/bigtable/admin/resource_names.h"
 #include "gcpstream/pipeline/internal/spec_sections.h"
 #include "gcpstream/pubsub/admin/resource_names.h"
+#include "gcpstream/tasks/admin/resource_names.h"
 
 namespace gcpstream::pipeline::internal {
 namespace {
@@ -159,17 +160,58 @@ PubSubSinkSpec ParsePubSubSink(YamlMap& m) {
   return spec;
 }
 
+CloudTasksSinkSpec ParseCloudTasksSink(YamlMap& m) {
+  CloudTasksSinkSpec spec;
+  spec.project = m.required_string("project");
+  spec.location = m.required_string("location");
+  spec.queue = m.required_string("queue");
+  if (!spec.project.empty() && !spec.location.empty() && !spec.queue.empty()) {
+    m.check("queue", tasks::ValidateQueueDestination(connector::QueueDestination::of(
+                         spec.project, spec.location, spec.queue)));
+  }
+  spec.emulator_endpoint = m.optional_string("emulator_endpoint");
+  spec.service_account_key_file = m.optional_string("service_account_key_file");
+  YamlMap w = m.map("writer_options");
+  auto& o = spec.writer_options;
+  o.max_in_flight_tasks = w.integer("max_in_flight_tasks", o.max_in_flight_tasks, kCount);
+  o.max_in_flight_bytes = w.integer("max_in_flight_bytes", o.max_in_flight_bytes, kBytes);
+  if (auto pool = w.optional_integer("channel_pool_size", "unset (one channel)", IntRange{1, 256})) {
+    o.channel_pool_size = static_cast<int>(*pool);
+  }
+  o.retry_initial_backoff =
+      w.duration("retry_initial_backoff", o.retry_initial_backoff, kShortDelay);
+  o.retry_max_backoff = w.duration("retry_max_backoff", o.retry_max_backoff, kShortDelay);
+  o.retry_max_attempts =
+      static_cast<int>(w.integer("retry_max_attempts", o.retry_max_attempts, IntRange{1, 1000}));
+  o.not_found_initial_backoff =
+      w.duration("not_found_initial_backoff", o.not_found_initial_backoff, kShortDelay);
+  o.not_found_max_backoff =
+      w.duration("not_found_max_backoff", o.not_found_max_backoff, kShortDelay);
+  o.not_found_max_attempts = static_cast<int>(
+      w.integer("not_found_max_attempts", o.not_found_max_attempts, IntRange{1, 1000}));
+  o.per_destination_metrics = w.boolean("per_destination_metrics", o.per_destination_metrics);
+  o.max_consecutive_rejections = static_cast<int>(w.integer(
+      "max_consecutive_rejections", o.max_consecutive_rejections, IntRange::int32_from(-1)));
+  o.stall_warning_interval =
+      w.duration("stall_warning_interval", o.stall_warning_interval, kTimeout);
+  o.shutdown_timeout = w.duration("shutdown_timeout", o.shutdown_timeout, kTimeout);
+  w.finish();
+  return spec;
+}
+
 }  // namespace
 
 SinkSpec ParseSink(YamlMap m) {
   if (!m.has("type") && m.present()) {
     m.context().fail(m.mark(), m.key_path("type"),
-                     "required key is missing; allowed values: bigtable, pubsub");
+                     "required key is missing; allowed values: bigtable, pubsub, cloud_tasks");
   }
-  const std::string type = m.choice("type", "bigtable", {"bigtable", "pubsub"});
+  const std::string type = m.choice("type", "bigtable", {"bigtable", "pubsub", "cloud_tasks"});
   SinkSpec spec;
   if (type == "pubsub") {
     spec = ParsePubSubSink(m);
+  } else if (type == "cloud_tasks") {
+    spec = ParseCloudTasksSink(m);
   } else {
     spec = ParseBigtableSink(m);
   }

@@ -117,6 +117,57 @@ std::optional<TimestampSpec> ParseTimestamp(YamlMap& parent) {
   return spec;
 }
 
+// A {service_account, <second>} token section, when present.
+std::optional<std::pair<std::string, std::string>> ParseToken(YamlMap& parent,
+                                                              const std::string& key,
+                                                              const std::string& second) {
+  if (!parent.has(key)) {
+    parent.node(key);
+    return std::nullopt;
+  }
+  YamlMap t = parent.map(key);
+  std::pair<std::string, std::string> out{t.required_string("service_account"),
+                                          t.string(second, "")};
+  t.finish();
+  return out;
+}
+
+CloudTasksMappingSpec ParseCloudTasksMapping(YamlMap& parent) {
+  YamlMap c = parent.map("to_cloud_tasks");
+  YamlContext& ctx = c.context();
+  CloudTasksMappingSpec spec;
+  std::string url = CheckedTemplate(c, "url", false);
+  std::string uri = CheckedTemplate(c, "relative_uri", false);
+  if (!url.empty()) spec.url = url;
+  if (c.has("relative_uri")) spec.relative_uri = uri;
+  if (spec.url.has_value() == spec.relative_uri.has_value()) {
+    ctx.fail(c.mark(), c.path(),
+             "give exactly one target: url (an HTTP URL template) or relative_uri (an App Engine "
+             "path template)");
+  }
+  spec.method = c.choice("method", "POST",
+                         {"POST", "PUT", "PATCH", "GET", "HEAD", "DELETE", "OPTIONS"});
+  if (spec.relative_uri && spec.method == "PATCH") {
+    ctx.fail(c.mark(), c.key_path("method"), "App Engine tasks take no PATCH; use POST or PUT");
+  }
+  spec.body_field = c.optional_string("body_field");
+  spec.headers = ParseTemplateMap(c, "headers", false);
+  std::string id = CheckedTemplate(c, "task_id", false);
+  if (!id.empty()) spec.task_id = id;
+  spec.oidc_token = ParseToken(c, "oidc_token", "audience");
+  spec.oauth_token = ParseToken(c, "oauth_token", "scope");
+  if (spec.relative_uri && (spec.oidc_token || spec.oauth_token)) {
+    ctx.fail(c.mark(), c.path(),
+             "oidc_token and oauth_token are for HTTP targets; App Engine tasks carry App "
+             "Engine's own identity");
+  }
+  spec.dispatch_deadline = c.optional_duration(
+      "dispatch_deadline", "unset (the service's 10 min)",
+      DurationRange{std::chrono::seconds(15), std::chrono::hours(24)});
+  c.finish();
+  return spec;
+}
+
 }  // namespace
 
 TransformSpec ParseTransform(YamlMap m) {
@@ -170,6 +221,11 @@ TransformSpec ParseTransform(YamlMap m) {
     spec.to_pubsub = std::move(ps);
   } else {
     m.node("to_pubsub");
+  }
+  if (m.has("to_cloud_tasks")) {
+    spec.to_cloud_tasks = ParseCloudTasksMapping(m);
+  } else {
+    m.node("to_cloud_tasks");
   }
   m.finish();
   return spec;

@@ -7,12 +7,14 @@
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/bigtable/sink/bigtable_sink.h"
 #include "gcpstream/pipeline/bigtable_row_mapper.h"
+#include "gcpstream/pipeline/cloud_tasks_task_mapper.h"
 #include "gcpstream/pipeline/option_location.h"
 #include "gcpstream/pipeline/pipeline_source.h"
 #include "gcpstream/pipeline/pubsub_message_mapper.h"
 #include "gcpstream/pipeline/record_filter.h"
 #include "gcpstream/pubsub/sink/pubsub_dead_letter_queue.h"
 #include "gcpstream/pubsub/sink/pubsub_sink.h"
+#include "gcpstream/tasks/sink/cloud_tasks_sink.h"
 
 namespace gcpstream::pipeline {
 namespace {
@@ -91,6 +93,36 @@ absl::Status AttachPubSub(const PipelineSpec& spec, const PubSubSinkSpec& sink,
   return absl::OkStatus();
 }
 
+absl::Status AttachCloudTasks(const PipelineSpec& spec, const CloudTasksSinkSpec& sink,
+                              std::shared_ptr<connector::FailureHandler> handler,
+                              DataStream<PipelineRecord> stream) {
+  GCP_ASSIGN_OR_RETURN(CloudTasksTaskMapper mapper,
+                       CloudTasksTaskMapper::make(*spec.transform.to_cloud_tasks));
+  auto builder = tasks::CloudTasksSink<PipelineRecord>::builder();
+  builder.queue(connector::QueueDestination::of(sink.project, sink.location, sink.queue))
+      .serializer(tasks::CloudTasksSerializationSchema<PipelineRecord>::of_status(
+          [mapper](const PipelineRecord& r, const SinkWriterContext&)
+              -> absl::StatusOr<std::optional<google::cloud::tasks::v2::Task>> {
+            GCP_ASSIGN_OR_RETURN(auto task, mapper.map(r));
+            return std::optional<google::cloud::tasks::v2::Task>(std::move(task));
+          }))
+      .writer_options(sink.writer_options)
+      .failed_task_handler(std::move(handler));
+  if (spec.transform.to_cloud_tasks->task_id) {
+    builder.task_id_extractor([mapper](const PipelineRecord& r) {
+      auto key = mapper.task_key(r);
+      if (!key.ok()) ThrowMappingError(key.status());
+      return key->value_or("");
+    });
+  }
+  if (sink.emulator_endpoint) builder.emulator_endpoint(*sink.emulator_endpoint);
+  if (sink.service_account_key_file)
+    builder.service_account_key_file(*sink.service_account_key_file);
+  GCP_ASSIGN_OR_RETURN(auto built, builder.build());
+  stream.sink_to(std::move(built), kSinkNode);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 runtime::ExecutionConfig MakeExecutionConfig(const PipelineSpec& spec,
@@ -139,6 +171,8 @@ absl::Status AttachSink(const PipelineSpec& spec, DataStream<PipelineRecord> str
   absl::Status status;
   if (const auto* bt = std::get_if<BigtableSinkSpec>(&spec.sink)) {
     status = AttachBigtable(spec, *bt, std::move(handler), stream);
+  } else if (const auto* ct = std::get_if<CloudTasksSinkSpec>(&spec.sink)) {
+    status = AttachCloudTasks(spec, *ct, std::move(handler), stream);
   } else {
     status = AttachPubSub(spec, std::get<PubSubSinkSpec>(spec.sink), std::move(handler), stream);
   }

@@ -16,6 +16,7 @@
 #include "gcpstream/pipeline/yaml_fields.h"
 #include "gcpstream/pubsub/admin/topic_admin.h"
 #include "gcpstream/pubsub/sink/pubsub_publisher_options.h"
+#include "gcpstream/tasks/sink/cloud_tasks_writer_options.h"
 #include "gcpstream/runtime/checkpoint_config.h"
 
 // The parsed form of a pipeline file (see docs/cli.md for the YAML reference). Plain value
@@ -85,12 +86,31 @@ struct PubSubMappingSpec {
   std::optional<std::string> ordering_key;  // template
 };
 
+// `transform.to_cloud_tasks`: one task per record.
+struct CloudTasksMappingSpec {
+  // Exactly one target: an HTTP URL template, or an App Engine relative URI template.
+  std::optional<std::string> url;
+  std::optional<std::string> relative_uri;
+  std::string method = "POST";  // POST, PUT, PATCH (HTTP only), GET, HEAD, DELETE, OPTIONS
+  // unset: the record's fields as a JSON object; set: that field's text.
+  std::optional<std::string> body_field;
+  // header -> template
+  std::vector<std::pair<std::string, std::string>> headers;
+  // A template of the deduplication key; the task is named by its SHA-256 (unset: unnamed).
+  std::optional<std::string> task_id;
+  // OIDC or OAuth token of HTTP targets (service account, audience or scope).
+  std::optional<std::pair<std::string, std::string>> oidc_token;
+  std::optional<std::pair<std::string, std::string>> oauth_token;
+  std::optional<std::chrono::milliseconds> dispatch_deadline;
+};
+
 struct TransformSpec {
   std::vector<FieldComparison> keep;  // keep a record only when every comparison holds
   std::vector<FieldComparison> drop;  // then drop it when any comparison holds
   std::optional<OrdinalSpec> ordinal;
   std::optional<BigtableMappingSpec> to_bigtable;
   std::optional<PubSubMappingSpec> to_pubsub;
+  std::optional<CloudTasksMappingSpec> to_cloud_tasks;
 };
 
 // `failure_handler:`.
@@ -129,7 +149,16 @@ struct PubSubSinkSpec {
   pubsub::PubSubPublisherOptions publisher_options;
 };
 
-using SinkSpec = std::variant<BigtableSinkSpec, PubSubSinkSpec>;
+struct CloudTasksSinkSpec {
+  std::string project;
+  std::string location;
+  std::string queue;
+  std::optional<std::string> emulator_endpoint;
+  std::optional<std::string> service_account_key_file;
+  tasks::CloudTasksWriterOptions writer_options;
+};
+
+using SinkSpec = std::variant<BigtableSinkSpec, PubSubSinkSpec, CloudTasksSinkSpec>;
 
 struct CheckpointingSpec {
   std::chrono::milliseconds interval{0};  // 0: off

@@ -39,12 +39,16 @@ ProgressSample SampleProgress(const std::vector<runtime::MetricSample>& metrics)
     if (op == kTransformNode && m.name == "numRecordsOut") transform_out += m.value;
     if (op != kSinkNode) continue;
     if (m.name == "numRecordsSend") s.records_out += m.value;
-    if (m.name == "inFlightMessages" || m.name == "inFlightEntries") s.in_flight += m.value;
+    if (m.name == "inFlightMessages" || m.name == "inFlightEntries" ||
+        m.name == "inFlightTasks") {
+      s.in_flight += m.value;
+    }
     if (m.name == "numRecordsSendErrors") s.send_errors += m.value;
     if (m.name == "recordsRefused") s.refused += m.value;
     if (m.name == "recordsDelivered") s.delivered += m.value;
     if (m.name == "recordsSkipped") s.skipped += m.value;
-    if (m.name.rfind("errorClass.", 0) == 0 && m.name.size() > 18 &&
+    // Counters a sink registers ahead of time (Cloud Tasks' retried codes) may still be zero.
+    if (m.value != 0 && m.name.rfind("errorClass.", 0) == 0 && m.name.size() > 18 &&
         m.name.compare(m.name.size() - 7, 7, ".errors") == 0) {
       s.error_classes[m.name.substr(11, m.name.size() - 18)] += m.value;
     }

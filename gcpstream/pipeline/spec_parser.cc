@@ -186,20 +186,30 @@ absl::StatusOr<PipelineSpec> ParsePipelineSpec(const std::string& text,
   if (spec.parallelism < 1 && ctx.ok()) {
     ctx.fail(std::as_const(root)["parallelism"].Mark(), "parallelism", "must be at least 1");
   }
-  // The mapping must match the sink.
+  // The mapping must match the sink: each sink reads its own, and only its own.
   if (ctx.ok()) {
-    const bool to_bigtable = std::holds_alternative<BigtableSinkSpec>(spec.sink);
-    if (to_bigtable && !spec.transform.to_bigtable) {
+    const char* sink = std::holds_alternative<BigtableSinkSpec>(spec.sink) ? "bigtable"
+                       : std::holds_alternative<PubSubSinkSpec>(spec.sink) ? "pubsub"
+                                                                            : "cloud_tasks";
+    const std::string own = std::string("to_") + sink;
+    const std::vector<std::pair<std::string, bool>> mappings = {
+        {"to_bigtable", spec.transform.to_bigtable.has_value()},
+        {"to_pubsub", spec.transform.to_pubsub.has_value()},
+        {"to_cloud_tasks", spec.transform.to_cloud_tasks.has_value()}};
+    for (const auto& [name, present] : mappings) {
+      if (present && name != own) {
+        ctx.fail(std::as_const(root)["transform"].Mark(), "transform." + name,
+                 fmt::format("only a {} sink reads it; this pipeline's sink is {} (use {})",
+                             name.substr(3), sink, own));
+      }
+    }
+    if (std::holds_alternative<BigtableSinkSpec>(spec.sink) && !spec.transform.to_bigtable) {
       ctx.fail(std::as_const(root)["sink"].Mark(), "transform.to_bigtable",
                "a bigtable sink needs transform.to_bigtable (row_key, family, columns)");
     }
-    if (!to_bigtable && spec.transform.to_bigtable) {
-      ctx.fail(std::as_const(root)["transform"].Mark(), "transform.to_bigtable",
-               "only a bigtable sink reads it; this pipeline's sink is pubsub (use to_pubsub)");
-    }
-    if (to_bigtable && spec.transform.to_pubsub) {
-      ctx.fail(std::as_const(root)["transform"].Mark(), "transform.to_pubsub",
-               "only a pubsub sink reads it; this pipeline's sink is bigtable (use to_bigtable)");
+    if (std::holds_alternative<CloudTasksSinkSpec>(spec.sink) && !spec.transform.to_cloud_tasks) {
+      ctx.fail(std::as_const(root)["sink"].Mark(), "transform.to_cloud_tasks",
+               "a cloud_tasks sink needs transform.to_cloud_tasks (url or relative_uri, ...)");
     }
   }
   if (!ctx.ok()) return ctx.status();
