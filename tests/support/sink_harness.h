@@ -77,6 +77,14 @@ class SinkHarness {
   virtual std::string in_flight_gauge() const = 0;
   // The connector's name as its messages say it ("Pub/Sub", "Bigtable").
   virtual std::string connector() const = 0;
+
+  // Whether requests carry several elements (false: one element per request, so a refusal
+  // concerns that element alone and needs no isolation pass, and there is no batch to flush).
+  virtual bool batches() const { return true; }
+  // Whether the sink has a create disposition that creates a missing destination.
+  virtual bool creates_destinations() const { return true; }
+  // What the failure of a missing destination says about creation ("CREATE_NEVER").
+  virtual std::string missing_destination_words() const { return "CREATE_NEVER"; }
 };
 
 using SinkHarnessFactory = std::function<std::unique_ptr<SinkHarness>()>;
