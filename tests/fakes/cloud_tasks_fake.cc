@@ -50,8 +50,9 @@ bool IsQueueName(std::string_view name) {
          parts[5].size() <= kMaxQueueIdChars && IdChars(parts[5], "-");
 }
 
+// HttpRequest.http_method / AppEngineHttpRequest.http_method: "defaults to POST" when unset.
 bool CarriesBody(v2::HttpMethod m, bool app_engine) {
-  return m == v2::POST || m == v2::PUT || (!app_engine && m == v2::PATCH);
+  return m == v2::HTTP_METHOD_UNSPECIFIED || m == v2::POST || m == v2::PUT || (!app_engine && m == v2::PATCH);
 }
 
 absl::Time ToTime(const google::protobuf::Timestamp& t) {

@@ -69,6 +69,7 @@ absl::Status ValidateDispatchDeadline(std::chrono::milliseconds deadline, bool a
 bool HttpMethodCarriesBody(google::cloud::tasks::v2::HttpMethod method, bool app_engine) {
   using google::cloud::tasks::v2::HttpMethod;
   switch (method) {
+    case HttpMethod::HTTP_METHOD_UNSPECIFIED:  // the service's default is POST
     case HttpMethod::POST:
     case HttpMethod::PUT:
       return true;
