@@ -47,8 +47,8 @@ std::pair<pid_t, std::string> StartFake() {
   if (pid == 0) {
     dup2(out[1], STDOUT_FILENO);
     close(out[0]);
-    execl(CLOUD_TASKS_FAKE_PATH, CLOUD_TASKS_FAKE_PATH, "--queue",
-          kQueue.resource_name().c_str(), static_cast<char*>(nullptr));
+    execl(CLOUD_TASKS_FAKE_PATH, CLOUD_TASKS_FAKE_PATH, "--queue", kQueue.resource_name().c_str(),
+          static_cast<char*>(nullptr));
     _exit(127);
   }
   close(out[1]);
@@ -80,7 +80,8 @@ void Raw(v2::CloudTasks::Stub& stub, std::int64_t run, std::int64_t n, bool name
     auto* http = call->request.mutable_task()->mutable_http_request();
     http->set_url("https://handler.example.com/work");
     http->set_body(kBody);
-    if (named) call->request.mutable_task()->set_name(gcpstream::tasks::TaskName(kQueue, Key(run, i)));
+    if (named)
+      call->request.mutable_task()->set_name(gcpstream::tasks::TaskName(kQueue, Key(run, i)));
     {
       std::unique_lock lock(mu);
       cv.wait(lock, [&] { return in_flight < kConcurrency; });
@@ -145,8 +146,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "with --only: tasks created first, outside the measurement");
   CLI11_PARSE(app, argc, argv);
   auto [fake, endpoint] = StartFake();
-  auto stub = v2::CloudTasks::NewStub(
-      grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials()));
+  auto stub =
+      v2::CloudTasks::NewStub(grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials()));
   std::int64_t run = 0;  // every run names its own tasks: named creates never collide
   auto once = [&](bool sink, bool with_names, std::int64_t count) {
     ++run;
@@ -156,8 +157,8 @@ int main(int argc, char** argv) {
   if (!only.empty()) {
     if (warmup > 0) once(only == "sink", named, warmup);
     Measurement m = once(only == "sink", named, n);
-    std::printf("%s%s: %.0f tasks/s, %.3f CPU-s per 100k\n", only.c_str(),
-                named ? " (named)" : "", n / m.wall_s, m.cpu_s * 100000.0 / n);
+    std::printf("%s%s: %.0f tasks/s, %.3f CPU-s per 100k\n", only.c_str(), named ? " (named)" : "",
+                n / m.wall_s, m.cpu_s * 100000.0 / n);
     gcpstream::bench::PrintResult("cloud_tasks_write", only == "raw" ? "raw" : "gcpstream", n, m);
     kill(fake, SIGTERM);
     waitpid(fake, nullptr, 0);
@@ -190,11 +191,10 @@ int main(int argc, char** argv) {
                 fmt::format("gcpstream sink (job), {}", kind).c_str(), Median(sink_rate),
                 Median(sink_cpu), 100 * Spread(sink_rate), 100 * Spread(sink_cpu));
     const double ratio = Median(sink_rate) / Median(raw_rate);
-    std::printf("%s: sink / raw throughput %.3f (goal >= 0.85)%s; CPU per task %.3f\n", kind,
-                ratio,
-                std::max(Spread(raw_rate), Spread(sink_rate)) > 0.10 ? " inconclusive: spread > 10%"
-                                                                     : "",
-                Median(sink_cpu) / Median(raw_cpu));
+    std::printf(
+        "%s: sink / raw throughput %.3f (goal >= 0.85)%s; CPU per task %.3f\n", kind, ratio,
+        std::max(Spread(raw_rate), Spread(sink_rate)) > 0.10 ? " inconclusive: spread > 10%" : "",
+        Median(sink_cpu) / Median(raw_cpu));
   }
   kill(fake, SIGTERM);
   waitpid(fake, nullptr, 0);

@@ -2,8 +2,8 @@
 #define GCPSTREAM_CONNECTOR_ASYNC_SINK_ADAPTER_H_
 
 #include <chrono>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>

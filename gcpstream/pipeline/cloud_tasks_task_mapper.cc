@@ -16,8 +16,8 @@ absl::StatusOr<CloudTasksTaskMapper> CloudTasksTaskMapper::make(const CloudTasks
     return absl::InvalidArgumentError(fmt::format("unknown HTTP method '{}'", spec.method));
   }
   const bool app_engine = spec.relative_uri.has_value();
-  GCP_ASSIGN_OR_RETURN(m.target_, RecordTemplate::parse(app_engine ? *spec.relative_uri
-                                                                   : spec.url.value_or("")));
+  GCP_ASSIGN_OR_RETURN(
+      m.target_, RecordTemplate::parse(app_engine ? *spec.relative_uri : spec.url.value_or("")));
   for (const auto& [name, text] : spec.headers) {
     if (app_engine) {
       GCP_RETURN_IF_ERROR(tasks::ValidateAppEngineHeader(name));

@@ -166,8 +166,8 @@ CloudTasksSinkSpec ParseCloudTasksSink(YamlMap& m) {
   spec.location = m.required_string("location");
   spec.queue = m.required_string("queue");
   if (!spec.project.empty() && !spec.location.empty() && !spec.queue.empty()) {
-    m.check("queue", tasks::ValidateQueueDestination(connector::QueueDestination::of(
-                         spec.project, spec.location, spec.queue)));
+    m.check("queue", tasks::ValidateQueueDestination(
+                         connector::QueueDestination::of(spec.project, spec.location, spec.queue)));
   }
   spec.emulator_endpoint = m.optional_string("emulator_endpoint");
   spec.service_account_key_file = m.optional_string("service_account_key_file");
@@ -175,7 +175,8 @@ CloudTasksSinkSpec ParseCloudTasksSink(YamlMap& m) {
   auto& o = spec.writer_options;
   o.max_in_flight_tasks = w.integer("max_in_flight_tasks", o.max_in_flight_tasks, kCount);
   o.max_in_flight_bytes = w.integer("max_in_flight_bytes", o.max_in_flight_bytes, kBytes);
-  if (auto pool = w.optional_integer("channel_pool_size", "unset (one channel)", IntRange{1, 256})) {
+  if (auto pool =
+          w.optional_integer("channel_pool_size", "unset (one channel)", IntRange{1, 256})) {
     o.channel_pool_size = static_cast<int>(*pool);
   }
   o.retry_initial_backoff =

@@ -145,8 +145,8 @@ CloudTasksMappingSpec ParseCloudTasksMapping(YamlMap& parent) {
              "give exactly one target: url (an HTTP URL template) or relative_uri (an App Engine "
              "path template)");
   }
-  spec.method = c.choice("method", "POST",
-                         {"POST", "PUT", "PATCH", "GET", "HEAD", "DELETE", "OPTIONS"});
+  spec.method =
+      c.choice("method", "POST", {"POST", "PUT", "PATCH", "GET", "HEAD", "DELETE", "OPTIONS"});
   if (spec.relative_uri && spec.method == "PATCH") {
     ctx.fail(c.mark(), c.key_path("method"), "App Engine tasks take no PATCH; use POST or PUT");
   }
@@ -161,9 +161,9 @@ CloudTasksMappingSpec ParseCloudTasksMapping(YamlMap& parent) {
              "oidc_token and oauth_token are for HTTP targets; App Engine tasks carry App "
              "Engine's own identity");
   }
-  spec.dispatch_deadline = c.optional_duration(
-      "dispatch_deadline", "unset (the service's 10 min)",
-      DurationRange{std::chrono::seconds(15), std::chrono::hours(24)});
+  spec.dispatch_deadline =
+      c.optional_duration("dispatch_deadline", "unset (the service's 10 min)",
+                          DurationRange{std::chrono::seconds(15), std::chrono::hours(24)});
   c.finish();
   return spec;
 }

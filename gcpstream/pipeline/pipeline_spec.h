@@ -16,8 +16,8 @@
 #include "gcpstream/pipeline/yaml_fields.h"
 #include "gcpstream/pubsub/admin/topic_admin.h"
 #include "gcpstream/pubsub/sink/pubsub_publisher_options.h"
-#include "gcpstream/tasks/sink/cloud_tasks_writer_options.h"
 #include "gcpstream/runtime/checkpoint_config.h"
+#include "gcpstream/tasks/sink/cloud_tasks_writer_options.h"
 
 // The parsed form of a pipeline file (see docs/cli.md for the YAML reference). Plain value
 // types: parsing fills them, the job assembly reads them. Defaults here are the YAML defaults.

@@ -39,8 +39,7 @@ ProgressSample SampleProgress(const std::vector<runtime::MetricSample>& metrics)
     if (op == kTransformNode && m.name == "numRecordsOut") transform_out += m.value;
     if (op != kSinkNode) continue;
     if (m.name == "numRecordsSend") s.records_out += m.value;
-    if (m.name == "inFlightMessages" || m.name == "inFlightEntries" ||
-        m.name == "inFlightTasks") {
+    if (m.name == "inFlightMessages" || m.name == "inFlightEntries" || m.name == "inFlightTasks") {
       s.in_flight += m.value;
     }
     if (m.name == "numRecordsSendErrors") s.send_errors += m.value;

@@ -190,7 +190,7 @@ absl::StatusOr<PipelineSpec> ParsePipelineSpec(const std::string& text,
   if (ctx.ok()) {
     const char* sink = std::holds_alternative<BigtableSinkSpec>(spec.sink) ? "bigtable"
                        : std::holds_alternative<PubSubSinkSpec>(spec.sink) ? "pubsub"
-                                                                            : "cloud_tasks";
+                                                                           : "cloud_tasks";
     const std::string own = std::string("to_") + sink;
     const std::vector<std::pair<std::string, bool>> mappings = {
         {"to_bigtable", spec.transform.to_bigtable.has_value()},

@@ -3,24 +3,22 @@
 // does) against the in-repo fake service, is killed with SIGKILL twice mid-stream, restored
 // each time with --restore, and finishes. With a task id template, every flight is exactly one
 // task; without one, every flight is at least one task (a replay creates unnamed tasks again).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "tests/fakes/cloud_tasks_fake.h"
 
@@ -79,7 +77,8 @@ class CloudTasksKillTest : public ::testing::TestWithParam<bool> {
     data_ = fs::path(GCPSTREAM_SOURCE_DIR) / ".deps/vega-datasets-3.2.1/data/flights-20k.json";
     ASSERT_TRUE(fs::exists(data_)) << data_ << " (scripts/setup.sh fetches it)";
     pipeline_ = dir_ / "pipeline.yaml";
-    std::ofstream(pipeline_) << fmt::format(R"(name: flights-to-cloud-tasks-e2e
+    std::ofstream(pipeline_) << fmt::format(
+        R"(name: flights-to-cloud-tasks-e2e
 parallelism: 2
 source:
   type: file
@@ -107,10 +106,8 @@ checkpointing:
   dir: {}
 failure_handler: fail
 )",
-                                            data_.string(),
-                                            GetParam() ? "    task_id: \"{origin}#{date}#{seq}\"\n"
-                                                       : "",
-                                            fake_->endpoint(), (dir_ / "chk").string());
+        data_.string(), GetParam() ? "    task_id: \"{origin}#{date}#{seq}\"\n" : "",
+        fake_->endpoint(), (dir_ / "chk").string());
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -124,12 +121,12 @@ failure_handler: fail
     while (fake_->tasks_created() < target && std::chrono::steady_clock::now() < deadline) {
       int status = 0;
       ASSERT_NE(waitpid(pid, &status, WNOHANG), pid)
-          << "the job ended before it was killed, after " << fake_->tasks_created()
-          << " tasks:\n" << ReadFile(dir_ / "job.log");
+          << "the job ended before it was killed, after " << fake_->tasks_created() << " tasks:\n"
+          << ReadFile(dir_ / "job.log");
       std::this_thread::sleep_for(2ms);
     }
-    ASSERT_GE(fake_->tasks_created(), target)
-        << "60 s without reaching " << target << " tasks:\n" << ReadFile(dir_ / "job.log");
+    ASSERT_GE(fake_->tasks_created(), target) << "60 s without reaching " << target << " tasks:\n"
+                                              << ReadFile(dir_ / "job.log");
     kill(pid, SIGKILL);
     ASSERT_EQ(WaitFor(pid, 10s), 128 + SIGKILL);
   }

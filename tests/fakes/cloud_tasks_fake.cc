@@ -52,7 +52,8 @@ bool IsQueueName(std::string_view name) {
 
 // HttpRequest.http_method / AppEngineHttpRequest.http_method: "defaults to POST" when unset.
 bool CarriesBody(v2::HttpMethod m, bool app_engine) {
-  return m == v2::HTTP_METHOD_UNSPECIFIED || m == v2::POST || m == v2::PUT || (!app_engine && m == v2::PATCH);
+  return m == v2::HTTP_METHOD_UNSPECIFIED || m == v2::POST || m == v2::PUT ||
+         (!app_engine && m == v2::PATCH);
 }
 
 absl::Time ToTime(const google::protobuf::Timestamp& t) {
@@ -372,9 +373,9 @@ class Service final : public v2::CloudTasks::Service {
       return Error(grpc::NOT_FOUND, "Queue does not exist.");
     }
     if (t.ByteSizeLong() > kMaxTaskBytes) {
-      return Error(grpc::INVALID_ARGUMENT,
-                   fmt::format("Task size too large: {} bytes (the maximum is 100KB)",
-                               t.ByteSizeLong()));
+      return Error(
+          grpc::INVALID_ARGUMENT,
+          fmt::format("Task size too large: {} bytes (the maximum is 100KB)", t.ByteSizeLong()));
     }
     if (grpc::Status s = CheckTarget(t); !s.ok()) return s;
     const absl::Time now = s_->now();
@@ -383,8 +384,9 @@ class Service final : public v2::CloudTasks::Service {
     }
     if (t.name().empty()) {
       do {
-        t.set_name(r.parent() + "/tasks/" + std::to_string(s_->random() % 9'000'000'000'000'000'000ULL +
-                                                           1'000'000'000'000'000'000ULL));
+        t.set_name(r.parent() + "/tasks/" +
+                   std::to_string(s_->random() % 9'000'000'000'000'000'000ULL +
+                                  1'000'000'000'000'000'000ULL));
       } while (q->second.tasks.count(t.name()) != 0);
     } else {
       const std::string prefix = r.parent() + "/tasks/";
@@ -435,8 +437,8 @@ absl::StatusOr<std::unique_ptr<CloudTasksFake>> CloudTasksFake::Start(CloudTasks
   builder.SetMaxReceiveMessageSize(8 * 1024 * 1024);
   fake->server_ = builder.BuildAndStart();
   if (!fake->server_ || bound == 0) {
-    return absl::UnavailableError(fmt::format("the Cloud Tasks fake could not listen on {}:{}",
-                                              host, port));
+    return absl::UnavailableError(
+        fmt::format("the Cloud Tasks fake could not listen on {}:{}", host, port));
   }
   fake->endpoint_ = fmt::format("{}:{}", host, bound);
   return fake;

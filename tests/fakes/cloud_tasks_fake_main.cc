@@ -6,11 +6,10 @@
 // --max-concurrent N, --max-rate R, --unavailable-on-call N, --lose-answer-every N,
 // --create-latency-ms MS, --name-retention-s S. It prints "listening on HOST:PORT" once ready
 // and runs until SIGINT or SIGTERM.
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <thread>
-
-#include <CLI/CLI.hpp>
 
 #include "tests/fakes/cloud_tasks_fake.h"
 
@@ -26,7 +25,8 @@ int main(int argc, char** argv) {
   gcpstream::testing::CloudTasksFakeOptions options;
   int latency_ms = 0;
   int retention_s = 3600;
-  app.add_option("--port", port, "port to listen on (0: any free port)")->check(CLI::Range(0, 65535));
+  app.add_option("--port", port, "port to listen on (0: any free port)")
+      ->check(CLI::Range(0, 65535));
   app.add_option("--host", host, "address to listen on");
   app.add_option("--queue", queues, "a queue to create at start (projects/P/locations/L/queues/Q)");
   app.add_option("--max-concurrent", options.max_concurrent_creates,

@@ -69,7 +69,9 @@ class CloudTasksSinkHarness final : public SinkHarnessBase<CloudTasksSinkRecord>
     return open_writer(std::shared_ptr<Sink<Record>>(*sink));
   }
 
-  static std::string QueueOf(const std::string& d) { return "projects/p/locations/l/queues/q-" + d; }
+  static std::string QueueOf(const std::string& d) {
+    return "projects/p/locations/l/queues/q-" + d;
+  }
 
   std::size_t submitted(const std::string& d) override { return stub_->size(QueueOf(d)); }
   std::string key(const std::string& d, std::size_t i) override {

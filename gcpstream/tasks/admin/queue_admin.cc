@@ -71,8 +71,7 @@ absl::Status QueueAdmin::delete_queue(const connector::QueueDestination& q) {
   grpc::ClientContext c;
   prepare(c);
   return ByName<v2::DeleteQueueRequest, google::protobuf::Empty>(
-             q.resource_name(),
-             [&](auto& rq, auto& rs) { return stub_->DeleteQueue(&c, rq, &rs); })
+             q.resource_name(), [&](auto& rq, auto& rs) { return stub_->DeleteQueue(&c, rq, &rs); })
       .status();
 }
 

@@ -1,12 +1,11 @@
 #include "gcpstream/tasks/admin/resource_names.h"
 
 #include <fmt/format.h>
-
-#include "gcpstream/util/absl_fmt.h"
 #include <openssl/evp.h>
 
 #include <vector>
 
+#include "gcpstream/util/absl_fmt.h"
 
 namespace gcpstream::tasks {
 namespace {

@@ -2,13 +2,12 @@
 
 #include <fmt/format.h>
 
-#include "gcpstream/util/absl_fmt.h"
-
 #include <optional>
 #include <random>
 #include <utility>
 #include <vector>
 
+#include "gcpstream/util/absl_fmt.h"
 
 namespace gcpstream::tasks {
 
@@ -22,8 +21,8 @@ struct TaskCreator::Call {
   std::optional<connector::RecoveryBackoff> transient;
   std::optional<connector::RecoveryBackoff> not_found;
   int attempts = 0;
-  std::function<void()> cancel;                  // while in flight
-  std::shared_ptr<util::TimerHandle> retry;      // while waiting out a backoff
+  std::function<void()> cancel;              // while in flight
+  std::shared_ptr<util::TimerHandle> retry;  // while waiting out a backoff
 };
 
 TaskCreator::TaskCreator(std::string parent, std::shared_ptr<CloudTasksStub> stub,

@@ -304,8 +304,7 @@ class AppEngineTargetBuilder {
               (*app->mutable_headers())[k] = value;
             }
           }
-          std::optional<AppEngineRoute> route =
-              self.route_of_ ? self.route_of_(v) : self.route_;
+          std::optional<AppEngineRoute> route = self.route_of_ ? self.route_of_(v) : self.route_;
           if (route) {
             auto* r = app->mutable_app_engine_routing();
             r->set_service(route->service);

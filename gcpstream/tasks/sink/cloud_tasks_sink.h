@@ -159,10 +159,10 @@ class CloudTasksSink final : public Sink<T>, public LineageVertexProvider {
       GCP_ASSIGN_OR_RETURN(config.stub, MakeCloudTasksStub(b_.client_, b_.options_));
     }
     auto serialize = [serializer = b_.serializer_, extractor = b_.extractor_](
-                         const T& element, const SinkWriterContext& context)
-        -> absl::StatusOr<std::optional<Task>> {
-      absl::StatusOr<std::optional<Task>> task = connector::CallSerializer<Task>(
-          [&] { return serializer.serialize(element, context); });
+                         const T& element,
+                         const SinkWriterContext& context) -> absl::StatusOr<std::optional<Task>> {
+      absl::StatusOr<std::optional<Task>> task =
+          connector::CallSerializer<Task>([&] { return serializer.serialize(element, context); });
       if (!task.ok() || !task->has_value()) return task;
       if (!(*task)->name().empty()) {
         return connector::ConfigurationError(absl::FailedPreconditionError(

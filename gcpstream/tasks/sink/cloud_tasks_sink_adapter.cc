@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "gcpstream/util/absl_fmt.h"
-
 #include <array>
 #include <mutex>
 #include <string>
@@ -14,6 +12,7 @@
 #include "gcpstream/connector/status_classifier.h"
 #include "gcpstream/tasks/admin/resource_names.h"
 #include "gcpstream/tasks/client/task_creator.h"
+#include "gcpstream/util/absl_fmt.h"
 #include "gcpstream/util/timer_thread.h"
 #include "gcpstream/util/utf8.h"
 
@@ -74,9 +73,9 @@ class CloudTasksSinkAdapter final : public connector::AsyncSinkAdapter<QueueDest
     // errorClass counters of the retried codes, made here: attempts fail on gRPC threads.
     for (auto code : {absl::StatusCode::kUnavailable, absl::StatusCode::kDeadlineExceeded,
                       absl::StatusCode::kResourceExhausted, absl::StatusCode::kNotFound}) {
-      retried_[static_cast<int>(code)] =
-          &metrics_.add_group("errorClass").add_group(connector::ErrorClassName(code)).counter(
-              "errors");
+      retried_[static_cast<int>(code)] = &metrics_.add_group("errorClass")
+                                              .add_group(connector::ErrorClassName(code))
+                                              .counter("errors");
     }
   }
 
@@ -89,9 +88,9 @@ class CloudTasksSinkAdapter final : public connector::AsyncSinkAdapter<QueueDest
       std::shared_ptr<connector::SinkOutcomeListener<Task>> listener) override {
     if (absl::Status s = ValidateQueueDestination(q); !s.ok()) {
       // A configuration error, found once per queue: never a record failure.
-      return absl::FailedPreconditionError(fmt::format(
-          "the Cloud Tasks sink's destination resolver returned {}: {}", q.resource_name(),
-          s.message()));
+      return absl::FailedPreconditionError(
+          fmt::format("the Cloud Tasks sink's destination resolver returned {}: {}",
+                      q.resource_name(), s.message()));
     }
     CreateTaskHooks hooks;
     hooks.on_deduplicated = [c = &deduplicated_] { c->inc(); };
@@ -99,10 +98,9 @@ class CloudTasksSinkAdapter final : public connector::AsyncSinkAdapter<QueueDest
       if (Counter* c = retried_[static_cast<int>(code)]) c->inc();
     };
     hooks.uniform01 = config_.uniform01;
-    auto creator =
-        std::make_shared<TaskCreator>(q.resource_name(), config_.stub, timers_,
-                                      config_.options.retry_settings(), std::move(hooks),
-                                      std::move(listener));
+    auto creator = std::make_shared<TaskCreator>(q.resource_name(), config_.stub, timers_,
+                                                 config_.options.retry_settings(), std::move(hooks),
+                                                 std::move(listener));
     {
       std::lock_guard lock(waiting_->mu);
       std::erase_if(waiting_->creators, [](const auto& w) { return w.expired(); });
@@ -118,9 +116,9 @@ class CloudTasksSinkAdapter final : public connector::AsyncSinkAdapter<QueueDest
 
   absl::Status precheck(const QueueDestination& q, const Task& t) override {
     if (!t.has_http_request() && !t.has_app_engine_http_request()) {
-      return absl::InvalidArgumentError(fmt::format(
-          "a task for {} has no target: set an HTTP request or an App Engine request",
-          q.resource_name()));
+      return absl::InvalidArgumentError(
+          fmt::format("a task for {} has no target: set an HTTP request or an App Engine request",
+                      q.resource_name()));
     }
     // Strings of the request that are not UTF-8 make a request the service cannot parse: the
     // task fails here, alone, before any RPC.
@@ -130,17 +128,17 @@ class CloudTasksSinkAdapter final : public connector::AsyncSinkAdapter<QueueDest
       return absl::InvalidArgumentError(fmt::format(
           "a task for {} has {} that is not valid UTF-8 (byte {})", q.resource_name(), what, *at));
     };
-    const auto& headers = t.has_http_request() ? t.http_request().headers()
-                                               : t.app_engine_http_request().headers();
+    const auto& headers =
+        t.has_http_request() ? t.http_request().headers() : t.app_engine_http_request().headers();
     for (const auto& [k, v] : headers) {
       if (absl::Status s = not_utf8("a header name", k); !s.ok()) return s;
       if (absl::Status s = not_utf8(fmt::format("the value of header '{}'", k), v); !s.ok()) {
         return s;
       }
     }
-    if (absl::Status s = not_utf8("a URL", t.has_http_request()
-                                               ? t.http_request().url()
-                                               : t.app_engine_http_request().relative_uri());
+    if (absl::Status s =
+            not_utf8("a URL", t.has_http_request() ? t.http_request().url()
+                                                   : t.app_engine_http_request().relative_uri());
         !s.ok()) {
       return s;
     }
@@ -159,8 +157,7 @@ class CloudTasksSinkAdapter final : public connector::AsyncSinkAdapter<QueueDest
             true};
   }
 
-  absl::Status fatal_failure(const QueueDestination& q,
-                             const absl::Status& cause) const override {
+  absl::Status fatal_failure(const QueueDestination& q, const absl::Status& cause) const override {
     switch (cause.code()) {
       case absl::StatusCode::kNotFound:
         return absl::NotFoundError(fmt::format(
@@ -179,9 +176,10 @@ class CloudTasksSinkAdapter final : public connector::AsyncSinkAdapter<QueueDest
     }
   }
 
-  std::unique_ptr<connector::FailedElement> failed_element(
-      const QueueDestination& q, std::optional<Task> task, absl::Status status,
-      bool service_rejection) const override {
+  std::unique_ptr<connector::FailedElement> failed_element(const QueueDestination& q,
+                                                           std::optional<Task> task,
+                                                           absl::Status status,
+                                                           bool service_rejection) const override {
     return std::make_unique<connector::BasicFailedElement>(
         "cloudtasks", q.resource_name(), task ? task->SerializeAsString() : std::string(),
         std::move(status), service_rejection);

@@ -2,22 +2,21 @@
 
 #include <fmt/format.h>
 
-#include "gcpstream/util/absl_fmt.h"
-
 #include "absl/strings/ascii.h"
+#include "gcpstream/util/absl_fmt.h"
 
 namespace gcpstream::tasks {
 
 absl::Status ValidateHttpUrl(std::string_view url) {
   if (!url.starts_with("http://") && !url.starts_with("https://")) {
-    return absl::InvalidArgumentError(fmt::format(
-        "a Cloud Tasks HTTP target URL must start with http:// or https://; got '{}'",
-        url.substr(0, 200)));
+    return absl::InvalidArgumentError(
+        fmt::format("a Cloud Tasks HTTP target URL must start with http:// or https://; got '{}'",
+                    url.substr(0, 200)));
   }
   if (url.size() > kMaxUrlLength) {
-    return absl::InvalidArgumentError(fmt::format(
-        "a Cloud Tasks HTTP target URL is at most {} characters; got {}", kMaxUrlLength,
-        url.size()));
+    return absl::InvalidArgumentError(
+        fmt::format("a Cloud Tasks HTTP target URL is at most {} characters; got {}", kMaxUrlLength,
+                    url.size()));
   }
   if (url.find_first_of(" \t\r\n") != std::string_view::npos) {
     return absl::InvalidArgumentError("a Cloud Tasks HTTP target URL must not contain whitespace");
@@ -27,8 +26,9 @@ absl::Status ValidateHttpUrl(std::string_view url) {
 
 absl::Status ValidateRelativeUri(std::string_view uri) {
   if (!uri.empty() && uri.front() != '/') {
-    return absl::InvalidArgumentError(fmt::format(
-        "an App Engine relative URI must be empty or start with '/'; got '{}'", uri.substr(0, 200)));
+    return absl::InvalidArgumentError(
+        fmt::format("an App Engine relative URI must be empty or start with '/'; got '{}'",
+                    uri.substr(0, 200)));
   }
   if (uri.size() > kMaxUrlLength) {
     return absl::InvalidArgumentError(fmt::format(
@@ -58,10 +58,9 @@ absl::Status ValidateDispatchDeadline(std::chrono::milliseconds deadline, bool a
   const auto max = app_engine ? std::chrono::milliseconds(std::chrono::hours(24))
                               : std::chrono::milliseconds(std::chrono::minutes(30));
   if (deadline < std::chrono::seconds(15) || deadline > max) {
-    return absl::InvalidArgumentError(
-        fmt::format("dispatch_deadline must be between 15 s and {} for {} targets; got {} ms",
-                    app_engine ? "24 h" : "30 min", app_engine ? "App Engine" : "HTTP",
-                    deadline.count()));
+    return absl::InvalidArgumentError(fmt::format(
+        "dispatch_deadline must be between 15 s and {} for {} targets; got {} ms",
+        app_engine ? "24 h" : "30 min", app_engine ? "App Engine" : "HTTP", deadline.count()));
   }
   return absl::OkStatus();
 }

@@ -2,6 +2,8 @@
 // production client in emulator mode): deduplication across a replay, a name reserved after its
 // task ran, thousands of creates under refusals and lost answers inside a checkpointed job, a
 // missing queue, and an oversized task routed to the handler.
+#include "gcpstream/tasks/sink/cloud_tasks_sink.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,7 +13,6 @@
 #include "gcpstream/runtime/stream_execution_environment.h"
 #include "gcpstream/tasks/admin/queue_admin.h"
 #include "gcpstream/tasks/admin/resource_names.h"
-#include "gcpstream/tasks/sink/cloud_tasks_sink.h"
 #include "tests/fakes/cloud_tasks_fake.h"
 #include "tests/support/fake_contexts.h"
 
@@ -122,7 +123,8 @@ TEST_F(CloudTasksSinkIT, ANameStaysDeduplicatedAfterItsTaskRanUntilTheServiceFor
   EXPECT_EQ(bodies().size(), 1u);
 }
 
-TEST_F(CloudTasksSinkIT, FiveThousandCreatesUnderRefusalsAndLostAnswersMakeExactlyFiveThousandTasks) {
+TEST_F(CloudTasksSinkIT,
+       FiveThousandCreatesUnderRefusalsAndLostAnswersMakeExactlyFiveThousandTasks) {
   testing::CloudTasksFakeOptions faults;
   faults.max_concurrent_creates = 100;  // RESOURCE_EXHAUSTED above it
   faults.lose_answer_every = 20;        // created, answer lost: DEADLINE_EXCEEDED

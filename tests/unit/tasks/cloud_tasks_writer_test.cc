@@ -110,8 +110,8 @@ TEST_F(CloudTasksWriterTest, TheBuilderNamesTheOptionOfTheFirstProblem) {
                           .emulator_endpoint("no-port")
                           .build();
   EXPECT_EQ(bad_endpoint.status().code(), absl::StatusCode::kInvalidArgument);
-  for (auto [set, option] : std::vector<std::pair<std::function<void(CloudTasksWriterOptions&)>,
-                                                  std::string>>{
+  for (auto [set, option] :
+       std::vector<std::pair<std::function<void(CloudTasksWriterOptions&)>, std::string>>{
            {[](auto& o) { o.max_in_flight_tasks = 0; }, "max_in_flight_tasks"},
            {[](auto& o) { o.retry_max_attempts = 0; }, "retry_max_attempts"},
            {[](auto& o) { o.retry_max_backoff = 1ms; }, "retry_max_backoff"},
@@ -262,14 +262,13 @@ TEST_F(CloudTasksWriterTest, AnInvalidTaskIsRoutedWithTheWholeTaskAsPayload) {
 
 TEST_F(CloudTasksWriterTest, ASerializerReturningANamedTaskFailsTheJobEvenUnderADroppingHandler) {
   auto b = builder();
-  b.serializer(CloudTasksSerializationSchema<Order>::of(
-       [](const Order&, const SinkWriterContext&) -> std::optional<Task> {
-         Task t;
-         t.set_name(kQueueName + "/tasks/mine");
-         t.mutable_http_request()->set_url("https://example.com/");
-         return t;
-       }))
-      .failed_task_handler(connector::FailureHandler::log_and_drop());
+  b.serializer(CloudTasksSerializationSchema<Order>::of([](const Order&, const SinkWriterContext&)
+                                                            -> std::optional<Task> {
+     Task t;
+     t.set_name(kQueueName + "/tasks/mine");
+     t.mutable_http_request()->set_url("https://example.com/");
+     return t;
+   })).failed_task_handler(connector::FailureHandler::log_and_drop());
   auto w = writer(std::move(b));
   absl::Status s = w->write(Order{"a"}, ctx_);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
@@ -297,16 +296,15 @@ TEST_F(CloudTasksWriterTest, AnEmptyKeyFailsTheJobAndAThrowingExtractorIsRouted)
 
 TEST_F(CloudTasksWriterTest, ATaskWithoutATargetOrWithNonUtf8HeadersIsRoutedBeforeAnyRpc) {
   auto b = builder();
-  b.serializer(CloudTasksSerializationSchema<Order>::of(
-       [](const Order& o, const SinkWriterContext&) -> std::optional<Task> {
-         Task t;
-         if (o.id == "headers") {
-           t.mutable_http_request()->set_url("https://example.com/");
-           (*t.mutable_http_request()->mutable_headers())["X-Bad"] = std::string("\xff\xfe");
-         }
-         return t;
-       }))
-      .failed_task_handler(recording());
+  b.serializer(CloudTasksSerializationSchema<Order>::of([](const Order& o, const SinkWriterContext&)
+                                                            -> std::optional<Task> {
+     Task t;
+     if (o.id == "headers") {
+       t.mutable_http_request()->set_url("https://example.com/");
+       (*t.mutable_http_request()->mutable_headers())["X-Bad"] = std::string("\xff\xfe");
+     }
+     return t;
+   })).failed_task_handler(recording());
   auto w = writer(std::move(b));
   ASSERT_TRUE(w->write(Order{"none"}, ctx_).ok());
   ASSERT_TRUE(w->write(Order{"headers"}, ctx_).ok());
@@ -361,8 +359,7 @@ TEST_F(CloudTasksWriterTest, AResolverReturningAnInvalidQueueFailsTheJobNamingIt
   auto b = builder();
   b.destination_resolver([](const Order&, const SinkWriterContext&) {
      return std::optional<QueueDestination>(QueueDestination::of("p", "l", "no_underscores"));
-   })
-      .failed_task_handler(connector::FailureHandler::log_and_drop());
+   }).failed_task_handler(connector::FailureHandler::log_and_drop());
   auto w = writer(std::move(b));
   absl::Status s = w->write(Order{"a"}, ctx_);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
@@ -418,14 +415,16 @@ TEST(CloudTasksTargetsTest, HttpTargetRefusesWhatTheServiceRefuses) {
   EXPECT_THAT(std::string(http_target<Order>("https://x").build().status().message()),
               HasSubstr("with_body"));
   EXPECT_FALSE(http_target<Order>("ftp://x").with_body(body).build().ok());
-  EXPECT_FALSE(http_target<Order>("https://x/" + std::string(2100, 'a')).with_body(body).build().ok());
+  EXPECT_FALSE(
+      http_target<Order>("https://x/" + std::string(2100, 'a')).with_body(body).build().ok());
   auto both = http_target<Order>("https://x")
                   .with_body(body)
                   .with_oidc_token("a@b")
                   .with_oauth_token("a@b")
                   .build();
   EXPECT_THAT(std::string(both.status().message()), HasSubstr("cannot both be set"));
-  EXPECT_FALSE(http_target<Order>("https://x").with_body(body).with_dispatch_deadline(10s).build().ok());
+  EXPECT_FALSE(
+      http_target<Order>("https://x").with_body(body).with_dispatch_deadline(10s).build().ok());
   EXPECT_FALSE(
       http_target<Order>("https://x").with_body(body).with_dispatch_deadline(31min).build().ok());
   // A per-record URL the service would refuse fails that record (a serialization failure).
@@ -463,12 +462,10 @@ TEST(CloudTasksTargetsTest, AppEngineTargetBuildsRoutingAndRefusesReservedHeader
                    .with_method(google::cloud::tasks::v2::PATCH)
                    .build();
   EXPECT_EQ((*patch->serialize(Order{"1", "b"}, Ctx()))->app_engine_http_request().body(), "");
-  EXPECT_FALSE(app_engine_target<Order>("orders").with_body([](const Order&) { return ""; })
-                   .build()
-                   .ok());
-  EXPECT_FALSE(app_engine_target<Order>("/o#frag").with_body([](const Order&) { return ""; })
-                   .build()
-                   .ok());
+  EXPECT_FALSE(
+      app_engine_target<Order>("orders").with_body([](const Order&) { return ""; }).build().ok());
+  EXPECT_FALSE(
+      app_engine_target<Order>("/o#frag").with_body([](const Order&) { return ""; }).build().ok());
   EXPECT_TRUE(app_engine_target<Order>("").with_body([](const Order&) { return ""; }).build().ok())
       << "an empty relative URI is the root path";
 }

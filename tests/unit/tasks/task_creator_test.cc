@@ -1,5 +1,7 @@
 // The task creator's two retry budgets, deduplication and shutdown, against a fake stub. Retry
 // backoffs are 1 ms here (jitter pinned), so no test waits out a real budget.
+#include "gcpstream/tasks/client/task_creator.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -7,7 +9,6 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "gcpstream/tasks/client/task_creator.h"
 #include "tests/support/fake_cloud_tasks.h"
 
 namespace gcpstream::tasks {

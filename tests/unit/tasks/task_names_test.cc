@@ -28,18 +28,18 @@ TEST(TaskNamesTest, TheSameKeyNamesTheSameTaskPerQueueAndDifferentTasksAcrossQue
   EXPECT_EQ(TaskName(a, "order-1"), TaskName(a, "order-1"));
   EXPECT_NE(TaskName(a, "order-1"), TaskName(a, "order-2"));
   EXPECT_NE(TaskName(a, "order-1"), TaskName(b, "order-1"));
-  EXPECT_EQ(TaskName(a, "abc"), "projects/p/locations/us-central1/queues/a/tasks/"
-                                "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(TaskName(a, "abc"),
+            "projects/p/locations/us-central1/queues/a/tasks/"
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 // The v2 reference, "projects.locations.queues": QUEUE_ID is letters, digits and hyphens, at
 // most 100 characters; PROJECT_ID also allows ':' and '.'.
 TEST(TaskNamesTest, QueueDestinationsFollowTheDocumentedIdRules) {
-  EXPECT_TRUE(ValidateQueueDestination(QueueDestination::of("example.com:p-1", "europe-west1",
-                                                            "Orders-2"))
-                  .ok());
   EXPECT_TRUE(
-      ValidateQueueDestination(QueueDestination::of("p", "l", std::string(100, 'q'))).ok());
+      ValidateQueueDestination(QueueDestination::of("example.com:p-1", "europe-west1", "Orders-2"))
+          .ok());
+  EXPECT_TRUE(ValidateQueueDestination(QueueDestination::of("p", "l", std::string(100, 'q'))).ok());
   for (const auto& bad :
        {QueueDestination::of("", "l", "q"), QueueDestination::of("p", "", "q"),
         QueueDestination::of("p", "l", ""), QueueDestination::of("p", "l", "q_1"),
@@ -48,9 +48,9 @@ TEST(TaskNamesTest, QueueDestinationsFollowTheDocumentedIdRules) {
     absl::Status s = ValidateQueueDestination(bad);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad.resource_name();
   }
-  EXPECT_THAT(std::string(ValidateQueueDestination(QueueDestination::of("p", "l", "q_1"))
-                              .message()),
-              ::testing::HasSubstr("queue id 'q_1'"));
+  EXPECT_THAT(
+      std::string(ValidateQueueDestination(QueueDestination::of("p", "l", "q_1")).message()),
+      ::testing::HasSubstr("queue id 'q_1'"));
 }
 
 TEST(TaskNamesTest, TaskIdsAreLettersDigitsHyphensAndUnderscoresUpTo500) {
