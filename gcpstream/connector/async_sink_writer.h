@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -81,7 +82,12 @@ class AsyncSinkWriter {
             &context.mailbox_executor(), alive_,
             [this](SinkOutcome<E>&& o) { on_complete(std::move(o)); })) {
     const std::string& noun = settings_.words.element_metric;
-    metrics_.gauge("inFlight" + noun, [this] { return static_cast<double>(gate_.count()); });
+    // Elements a client holds in a retry backoff are in flight for the caps, but reported as
+    // parked, not in flight.
+    metrics_.gauge("inFlight" + noun, [this] {
+      const std::int64_t in_clients = settings_.client_parked ? settings_.client_parked() : 0;
+      return static_cast<double>(std::max<std::int64_t>(0, gate_.count() - in_clients));
+    });
     metrics_.gauge("inFlightBytes", [this] { return static_cast<double>(gate_.bytes()); });
     metrics_.gauge("parked" + noun, [this] {
       const std::int64_t in_clients = settings_.client_parked ? settings_.client_parked() : 0;
@@ -556,12 +562,55 @@ class AsyncSinkWriter {
     return adapter_->fatal_failure(d.key, verdict);
   }
 
+  // A refusal the service made about this element alone: routed as confirmed.
+  absl::Status route_alone(Destination& d, E&& element, const absl::Status& status) {
+    if (d.send_errors != nullptr) d.send_errors->inc();
+    d.client->on_routed(element);
+    return router_.route_rejection(
+        *adapter_->failed_element(d.key, std::move(element), status, true));
+  }
+
+  // Routes the destination's parked kRejectedAlone elements, in write order; returns how many.
+  absl::StatusOr<int> route_rejected_alone(const D& key) {
+    auto it = destinations_.find(key);
+    if (it == destinations_.end()) return 0;
+    Destination& d = it->second;
+    std::vector<Parked> alone;
+    auto keep = std::stable_partition(d.parked.begin(), d.parked.end(), [](const Parked& p) {
+      return p.reason != ParkReason::kRejectedAlone;
+    });
+    std::move(keep, d.parked.end(), std::back_inserter(alone));
+    d.parked.erase(keep, d.parked.end());
+    parked_count_.fetch_sub(static_cast<std::int64_t>(alone.size()));
+    std::sort(alone.begin(), alone.end(), [](const Parked& a, const Parked& b) {
+      return a.tracked.sequence < b.tracked.sequence;
+    });
+    int routed = 0;
+    for (auto& p : alone) {
+      if (!p.tracked.element) {
+        return absl::InternalError(fmt::format("a parked {} {} was not handed back by its {}",
+                                               settings_.words.connector, settings_.words.element,
+                                               settings_.words.client));
+      }
+      GCP_RETURN_IF_ERROR(route_alone(d, std::move(*p.tracked.element), p.status));
+      ++routed;
+    }
+    return routed;
+  }
+
   absl::Status repair(const D& key) {
     const SinkVocabulary& w = settings_.words;
     RecoveryBackoff backoff(settings_.recovery);
     bool created = false;
     int routed = 0;
     while (true) {
+      // Refusals of one-element requests need no drain, repair or resend: route them now.
+      GCP_ASSIGN_OR_RETURN(const int alone, route_rejected_alone(key));
+      routed += alone;
+      if (auto it = destinations_.find(key);
+          it == destinations_.end() || it->second.parked.empty()) {
+        return captured_;
+      }
       // Drain to empty first: re-submission does not re-check the caps.
       flush_clients();
       GCP_RETURN_IF_ERROR(gate_.drain("draining before a repair"));
@@ -614,11 +663,7 @@ class AsyncSinkWriter {
         p.tracked.element.reset();
         p.tracked.solo = false;
         if (p.reason == ParkReason::kRejectedAlone) {
-          // The service already answered about this element alone: route it as confirmed.
-          if (d.send_errors != nullptr) d.send_errors->inc();
-          d.client->on_routed(element);
-          GCP_RETURN_IF_ERROR(router_.route_rejection(
-              *adapter_->failed_element(d.key, std::move(element), p.status, true)));
+          GCP_RETURN_IF_ERROR(route_alone(d, std::move(element), p.status));
           ++routed;
           continue;
         }

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/e2e/child_process.h"
 #include "tests/fakes/cloud_tasks_fake.h"
 
 namespace gcpstream::e2e {
@@ -29,32 +30,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 constexpr char kQueue[] = "projects/gcpstream-e2e/locations/us-central1/queues/delayed-flights";
-
-pid_t Spawn(const std::vector<std::string>& args, const fs::path& log) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    freopen(log.c_str(), "a", stdout);
-    freopen(log.c_str(), "a", stderr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-int WaitFor(pid_t pid, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-    std::this_thread::sleep_for(5ms);
-  }
-  return -1;
-}
 
 std::string ReadFile(const fs::path& p) {
   std::ifstream in(p);
@@ -116,7 +91,7 @@ failure_handler: fail
     std::vector<std::string> args = {GCPSTREAM_CLI_PATH, "run", pipeline_.string()};
     if (restore) args.push_back("--restore");
     const std::int64_t target = fake_->tasks_created() + tasks;
-    const pid_t pid = Spawn(args, dir_ / "job.log");
+    const pid_t pid = Spawn(args, (dir_ / "job.log").string(), true);
     const auto deadline = std::chrono::steady_clock::now() + 60s;
     while (fake_->tasks_created() < target && std::chrono::steady_clock::now() < deadline) {
       int status = 0;
@@ -156,8 +131,8 @@ TEST_P(CloudTasksKillTest, TwoKillsAndRestoresLoseNoFlight) {
   const bool named = GetParam();
   RunAndKill(false, 1500);
   RunAndKill(true, 1500);
-  const pid_t pid =
-      Spawn({GCPSTREAM_CLI_PATH, "run", pipeline_.string(), "--restore"}, dir_ / "job.log");
+  const pid_t pid = Spawn({GCPSTREAM_CLI_PATH, "run", pipeline_.string(), "--restore"},
+                          (dir_ / "job.log").string(), true);
   ASSERT_EQ(WaitFor(pid, 120s), 0) << ReadFile(dir_ / "job.log");
 
   const std::set<std::string> expected = Expected();

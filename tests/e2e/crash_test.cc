@@ -3,11 +3,11 @@
 // records: at-least-once must lose nothing; two-phase commit must lose and duplicate nothing.
 //
 // Cycles: GCPSTREAM_CRASH_CYCLES (default 20).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include <fmt/format.h>
+#include "tests/e2e/child_process.h"
 
 namespace gcpstream::e2e {
 namespace {
@@ -35,32 +35,6 @@ int Cycles() {
 // Enough input that every cycle's kill lands mid-stream: a cycle advances the job by roughly
 // 12,000 records (the job paces itself at about 40,000 records/s).
 const std::int64_t kRecords = std::max<std::int64_t>(400000, Cycles() * 20000LL);
-
-pid_t Spawn(const std::vector<std::string>& args) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    // Keep the job's log out of the test output.
-    freopen("/dev/null", "w", stdout);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-// Waits for the child up to `timeout`; returns its exit status, or -1 on timeout.
-int WaitFor(pid_t pid, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    const pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::this_thread::sleep_for(5ms);
-  }
-  return -1;
-}
 
 struct Counts {
   std::int64_t lost = 0;
@@ -103,8 +77,8 @@ Counts Verify(const fs::path& dir, const std::function<bool(const fs::path&)>& t
 }
 
 Counts RunCrashCycles(const std::string& sink) {
-  const fs::path root = fs::temp_directory_path() / fmt::format("gcpstream-crash-{}-{}", sink,
-                                                                 getpid());
+  const fs::path root =
+      fs::temp_directory_path() / fmt::format("gcpstream-crash-{}-{}", sink, getpid());
   fs::remove_all(root);
   fs::create_directories(root / "out");
   fs::create_directories(root / "checkpoints");
@@ -145,10 +119,11 @@ Counts RunCrashCycles(const std::string& sink) {
     if (sink == "alo") return p.filename().string().rfind("alo-", 0) == 0;
     return p.parent_path().filename() == "committed";
   });
-  std::printf("[crash %s] %d kill cycles (%d killed): lost %lld, duplicated %lld, torn lines "
-              "%lld\n",
-              sink.c_str(), cycles, killed, static_cast<long long>(counts.lost),
-              static_cast<long long>(counts.duplicated), static_cast<long long>(counts.torn));
+  std::printf(
+      "[crash %s] %d kill cycles (%d killed): lost %lld, duplicated %lld, torn lines "
+      "%lld\n",
+      sink.c_str(), cycles, killed, static_cast<long long>(counts.lost),
+      static_cast<long long>(counts.duplicated), static_cast<long long>(counts.torn));
   fs::remove_all(root);
   return counts;
 }

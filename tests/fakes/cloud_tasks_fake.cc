@@ -93,7 +93,7 @@ grpc::Status CheckTarget(const v2::Task& t) {
                    "a body is allowed only with the POST, PUT and PATCH methods");
     }
     if (t.has_dispatch_deadline()) {
-      const auto s = t.dispatch_deadline().seconds();
+      const double s = t.dispatch_deadline().seconds() + t.dispatch_deadline().nanos() / 1e9;
       if (s < 15 || s > 30 * 60) {
         return Error(grpc::INVALID_ARGUMENT,
                      "dispatch_deadline must be between 15 seconds and 30 minutes");
@@ -123,7 +123,7 @@ grpc::Status CheckTarget(const v2::Task& t) {
       }
     }
     if (t.has_dispatch_deadline()) {
-      const auto s = t.dispatch_deadline().seconds();
+      const double s = t.dispatch_deadline().seconds() + t.dispatch_deadline().nanos() / 1e9;
       if (s < 15 || s > 24 * 3600) {
         return Error(grpc::INVALID_ARGUMENT,
                      "dispatch_deadline must be between 15 seconds and 24 hours");
@@ -253,8 +253,9 @@ class Service final : public v2::CloudTasks::Service {
         const auto now = std::chrono::steady_clock::now();
         const double elapsed = std::chrono::duration<double>(now - s_->refill).count();
         s_->refill = now;
-        s_->tokens =
-            std::min(o.max_creates_per_second, s_->tokens + elapsed * o.max_creates_per_second);
+        // The bucket holds one second's worth, and at least one call (so rates below 1/s pass).
+        s_->tokens = std::min(std::max(1.0, o.max_creates_per_second),
+                              s_->tokens + elapsed * o.max_creates_per_second);
         if (s_->tokens < 1) {
           --s_->serving;
           ++s_->refused;
@@ -401,6 +402,17 @@ class Service final : public v2::CloudTasks::Service {
         return Error(grpc::ALREADY_EXISTS, "Requested entity already exists");
       }
     }
+    // AppEngineRouting.host is output only: the service ignores what a caller sends and fills
+    // in the host it dispatches to.
+    if (t.has_app_engine_http_request()) {
+      auto* routing = t.mutable_app_engine_http_request()->mutable_app_engine_routing();
+      std::string host = routing->instance();
+      for (const std::string* part : {&routing->version(), &routing->service()}) {
+        if (!part->empty()) host += (host.empty() ? "" : ".") + *part;
+      }
+      const std::string project = r.parent().substr(9, r.parent().find('/', 9) - 9);
+      routing->set_host((host.empty() ? "" : host + ".") + project + ".appspot.com");
+    }
     *t.mutable_create_time() = FromTime(now);
     if (!t.has_schedule_time() || ToTime(t.schedule_time()) < now) {
       *t.mutable_schedule_time() = FromTime(now);
@@ -434,7 +446,9 @@ absl::StatusOr<std::unique_ptr<CloudTasksFake>> CloudTasksFake::Start(CloudTasks
   builder.AddListeningPort(fmt::format("{}:{}", host, port), grpc::InsecureServerCredentials(),
                            &bound);
   builder.RegisterService(fake->service_.get());
-  builder.SetMaxReceiveMessageSize(8 * 1024 * 1024);
+  // Any size reaches CreateTask, which answers an oversized task INVALID_ARGUMENT as the
+  // service does (instead of the transport's RESOURCE_EXHAUSTED).
+  builder.SetMaxReceiveMessageSize(-1);
   fake->server_ = builder.BuildAndStart();
   if (!fake->server_ || bound == 0) {
     return absl::UnavailableError(

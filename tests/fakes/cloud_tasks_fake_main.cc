@@ -7,6 +7,7 @@
 // --create-latency-ms MS, --name-retention-s S. It prints "listening on HOST:PORT" once ready
 // and runs until SIGINT or SIGTERM.
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <thread>

@@ -76,15 +76,28 @@ void TaskCreator::create(Task&& task, std::uint64_t token) {
 }
 
 void TaskCreator::send(const std::shared_ptr<Call>& call) {
-  const int attempt = ++call->attempts;
-  auto cancel = stub_->async_create_task(
-      call->request, settings_.attempt_timeout,
-      [this, call](absl::StatusOr<Task> answer) { on_answer(call, std::move(answer)); });
-  std::lock_guard lock(mu_);
-  // The answer may already have arrived (a stub answering on the caller's thread).
-  if (live_.count(call->id) != 0 && !call->retry && call->attempts == attempt) {
-    call->cancel = std::move(cancel);
+  int attempt = 0;
+  {
+    std::lock_guard lock(mu_);
+    attempt = ++call->attempts;
   }
+  // The callback holds the creator: it outlives every answer it still has to handle.
+  auto cancel =
+      stub_->async_create_task(call->request, settings_.attempt_timeout,
+                               [self = shared_from_this(), call](absl::StatusOr<Task> answer) {
+                                 self->on_answer(call, std::move(answer));
+                               });
+  bool cancel_now = false;
+  {
+    std::lock_guard lock(mu_);
+    // The answer may already have arrived (a stub answering on the caller's thread), and a
+    // retry sent after shutdown() began is cancelled at once.
+    if (live_.count(call->id) != 0 && !call->retry && call->attempts == attempt) {
+      call->cancel = cancel;
+      cancel_now = shutting_down_;
+    }
+  }
+  if (cancel_now) cancel();
 }
 
 void TaskCreator::on_answer(const std::shared_ptr<Call>& call, absl::StatusOr<Task> answer) {
@@ -92,7 +105,12 @@ void TaskCreator::on_answer(const std::shared_ptr<Call>& call, absl::StatusOr<Ta
   const absl::Status& s = answer.status();
   const bool named = !call->request->task().name().empty();
   if (s.code() == absl::StatusCode::kAlreadyExists && named) {
-    if (hooks_.on_deduplicated) hooks_.on_deduplicated();
+    {
+      // Hooks run under the lock and never after shutdown() began: what they count may be gone
+      // once the writer closed.
+      std::lock_guard lock(mu_);
+      if (!shutting_down_ && hooks_.on_deduplicated) hooks_.on_deduplicated();
+    }
     return finish(call, absl::OkStatus());
   }
   std::optional<connector::RecoveryBackoff>* budget = nullptr;
@@ -117,7 +135,7 @@ void TaskCreator::on_answer(const std::shared_ptr<Call>& call, absl::StatusOr<Ta
   if (!*budget) budget->emplace(*options, hooks_.uniform01);
   std::optional<std::chrono::milliseconds> delay = (*budget)->next();
   if (delay) {
-    std::unique_lock lock(mu_);
+    std::lock_guard lock(mu_);
     if (!shutting_down_) {
       call->cancel = nullptr;
       waiting_.fetch_add(1, std::memory_order_relaxed);
@@ -133,16 +151,22 @@ void TaskCreator::on_answer(const std::shared_ptr<Call>& call, absl::StatusOr<Ta
         }
         self->send(call);
       });
-      lock.unlock();
       if (hooks_.on_retried_failure) hooks_.on_retried_failure(s.code());
       return;
     }
   }
-  // The budget is spent (or the creator is shutting down): the last code, with the count.
-  finish(call, absl::Status(s.code(), fmt::format("{} (CreateTask gave up after {} attempts; "
-                                                  "{} is {})",
-                                                  s.message(), call->attempts, option,
-                                                  options->max_attempts + 1)));
+  // The budget is spent (or the creator is shutting down): the last code, with the count, and
+  // the status's payloads (its cause chain) kept.
+  int attempts = 0;
+  {
+    std::lock_guard lock(mu_);
+    attempts = call->attempts;
+  }
+  absl::Status last(s.code(),
+                    fmt::format("{} (CreateTask gave up after {} attempts; {} is {})", s.message(),
+                                attempts, option, options->max_attempts + 1));
+  s.ForEachPayload([&](auto url, const absl::Cord& payload) { last.SetPayload(url, payload); });
+  finish(call, std::move(last));
 }
 
 void TaskCreator::finish(const std::shared_ptr<Call>& call, absl::Status status) {

@@ -27,16 +27,19 @@ namespace gcpstream::tasks {
 //  - NOT_FOUND: 500 ms doubling to 2 s, 3 attempts. A queue idle for 30 days may answer
 //    NOT_FOUND for a few minutes while it reactivates, but a mistyped queue must fail fast.
 // Every attempt carries `attempt_timeout` (20 s, the generated client's CreateTask timeout).
+// `max_attempts` of each budget counts the retries (the delays between attempts), so 7 and 2
+// here are 8 and 3 attempts in all.
 struct CreateTaskRetrySettings {
   connector::RecoveryOptions transient{std::chrono::milliseconds(100),
-                                       std::chrono::milliseconds(10000), 8, 0.25};
+                                       std::chrono::milliseconds(10000), 7, 0.25};
   connector::RecoveryOptions not_found{std::chrono::milliseconds(500),
-                                       std::chrono::milliseconds(2000), 3, 0.25};
+                                       std::chrono::milliseconds(2000), 2, 0.25};
   std::chrono::milliseconds attempt_timeout{20000};
 };
 
-// What the creator reports besides outcomes; every hook runs on a gRPC thread and must be
-// thread-safe and cheap. Empty hooks are skipped.
+// What the creator reports besides outcomes. Every hook runs on a gRPC thread under the
+// creator's lock, never after shutdown() began, so it must be cheap, must not call back into the
+// creator, and may count into what the writer owns. Empty hooks are skipped.
 struct CreateTaskHooks {
   // A failed attempt that will be retried (its code). The final failure of a create is not
   // reported here: it comes back as an outcome.

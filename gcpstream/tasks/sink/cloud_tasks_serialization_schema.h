@@ -138,8 +138,8 @@ class HttpTargetBuilder {
   }
 
   // INVALID_ARGUMENT naming the setting: no body, a fixed URL that is not http(s), both
-  // tokens, an empty service account, a dispatch deadline out of range, a reserved header
-  // is found per record instead (a serialization failure of that record).
+  // tokens, an empty service account, a dispatch deadline out of range. A per-record URL that
+  // is not http(s) fails that record (a serialization failure).
   absl::StatusOr<CloudTasksSerializationSchema<T>> build() const {
     if (!recipe_.body) {
       return absl::InvalidArgumentError("http_target needs with_body(...) (it binds the record)");

@@ -12,7 +12,6 @@ absl::StatusOr<std::shared_ptr<CloudTasksStub>> MakeCloudTasksStub(
     grpc::ChannelArguments args;
     // Distinct channels, not one shared subchannel: each carries its own ~100 streams.
     args.SetInt("grpc.channel_pool_index", i);
-    args.SetMaxSendMessageSize(4 * 1024 * 1024);
     GCP_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
                          connector::CreateChannel(client, kCloudTasksTarget, args));
     channels.push_back(std::move(channel));

@@ -40,8 +40,11 @@ struct CloudTasksWriterOptions {
   // Per-queue recordsSend / sendErrors counters [off]. Counters are never unregistered, so
   // keep it off with a per-record resolver over many queues.
   bool per_destination_metrics = false;
-  // Confirmed INVALID_ARGUMENT refusals in a row before the job fails [100]; -1 disables.
-  int max_consecutive_rejections = 100;
+  // INVALID_ARGUMENT refusals in a row before the job fails [-1: no bound]. Off by default, as
+  // the Cloud Tasks connector specifies: under a dropping handler a serializer that makes every
+  // task invalid shows as a rate of numRecordsSendErrors, not as a failed job. Set it to fail
+  // such a job instead.
+  int max_consecutive_rejections = -1;
   // A WARN names the wait while no create completes for this long [60 s].
   std::chrono::milliseconds stall_warning_interval{std::chrono::seconds(60)};
   // Bound on the writer's close (creates in flight are cancelled) [30 s].

@@ -190,6 +190,18 @@ TEST_F(CloudTasksFakeTest, TargetsFollowTheDocumentedRules) {
   EXPECT_EQ(create(none).error_code(), grpc::INVALID_ARGUMENT) << "a task needs a target";
 }
 
+// AppEngineRouting.host is output only: the service fills it in whatever the caller sent.
+TEST_F(CloudTasksFakeTest, AppEngineRoutingHostIsOutputOnly) {
+  v2::Task app;
+  app.mutable_app_engine_http_request()->set_relative_uri("/work");
+  auto* routing = app.mutable_app_engine_http_request()->mutable_app_engine_routing();
+  routing->set_service("worker");
+  routing->set_host("evil.example.com");
+  v2::Task out;
+  ASSERT_TRUE(create(app, &out, v2::Task::FULL).ok());
+  EXPECT_EQ(out.app_engine_http_request().app_engine_routing().host(), "worker.p.appspot.com");
+}
+
 // Task.View: BASIC (the default) leaves out data "desirable to return only when needed"
 // (bodies, headers); FULL returns everything.
 TEST_F(CloudTasksFakeTest, TheBasicViewLeavesOutBodiesAndHeaders) {
