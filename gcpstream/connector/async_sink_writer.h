@@ -160,7 +160,7 @@ class AsyncSinkWriter {
     Tracked tracked;
     tracked.sequence = next_sequence_++;
     tracked.bytes = adapter_->size_of(element);
-    GCP_RETURN_IF_ERROR(gate_.admit("write", [this] { flush_clients(); }));
+    GCP_RETURN_IF_ERROR(gate_.admit("admitting a record", [this] { flush_clients(); }));
     GCP_ASSIGN_OR_RETURN(Destination * d, find_or_open(destination));
     tracked.destination = d;
     records_send_.inc_single_writer();

@@ -52,7 +52,9 @@ class AsyncSinkWriterFront final : public SinkWriter<T> {
     absl::StatusOr<std::optional<E>> out = serialize_(element, context);
     if (!out.ok()) {
       // A serializer that marks its error as a configuration error fails the job instead.
-      if (IsConfigurationError(out.status())) return out.status();
+      if (IsConfigurationError(out.status())) {
+        return absl::Status(out.status().code(), out.status().message());  // without the mark
+      }
       return core_->route_serialization_failure(*destination, out.status());
     }
     if (!out->has_value()) {

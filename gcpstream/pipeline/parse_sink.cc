@@ -165,9 +165,18 @@ CloudTasksSinkSpec ParseCloudTasksSink(YamlMap& m) {
   spec.project = m.required_string("project");
   spec.location = m.required_string("location");
   spec.queue = m.required_string("queue");
-  if (!spec.project.empty() && !spec.location.empty() && !spec.queue.empty()) {
-    m.check("queue", tasks::ValidateQueueDestination(
-                         connector::QueueDestination::of(spec.project, spec.location, spec.queue)));
+  // Each id checked on its own key (the others replaced by valid stand-ins).
+  if (!spec.project.empty()) {
+    m.check("project", tasks::ValidateQueueDestination(
+                           connector::QueueDestination::of(spec.project, "l", "q")));
+  }
+  if (!spec.location.empty()) {
+    m.check("location", tasks::ValidateQueueDestination(
+                            connector::QueueDestination::of("p", spec.location, "q")));
+  }
+  if (!spec.queue.empty()) {
+    m.check("queue",
+            tasks::ValidateQueueDestination(connector::QueueDestination::of("p", "l", spec.queue)));
   }
   spec.emulator_endpoint = m.optional_string("emulator_endpoint");
   spec.service_account_key_file = m.optional_string("service_account_key_file");

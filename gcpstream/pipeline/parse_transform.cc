@@ -6,6 +6,7 @@
 #include "gcpstream/pipeline/cell_timestamp.h"
 #include "gcpstream/pipeline/internal/spec_sections.h"
 #include "gcpstream/pipeline/record_template.h"
+#include "gcpstream/tasks/sink/task_fields.h"
 
 namespace gcpstream::pipeline::internal {
 namespace {
@@ -77,10 +78,14 @@ std::vector<std::pair<std::string, std::string>> ParseTemplateMap(YamlMap& paren
   return out;
 }
 
-std::string CheckedTemplate(YamlMap& m, const std::string& key, bool required) {
+// A template option. With `bare_is_field`, a value without placeholders names a field
+// ("origin" = "{origin}"); without it, such a value is literal text (a fixed URL).
+std::string CheckedTemplate(YamlMap& m, const std::string& key, bool required,
+                            bool bare_is_field = true) {
   std::string text = required ? m.required_string(key) : m.optional_string(key).value_or("");
-  // A value without placeholders names a field.
-  if (!text.empty() && text.find('{') == std::string::npos) text = "{" + text + "}";
+  if (bare_is_field && !text.empty() && text.find('{') == std::string::npos) {
+    text = "{" + text + "}";
+  }
   if (!text.empty()) {
     if (auto parsed = RecordTemplate::parse(text); !parsed.ok()) {
       m.context().fail(m.mark(), m.key_path(key), std::string(parsed.status().message()));
@@ -136,14 +141,20 @@ CloudTasksMappingSpec ParseCloudTasksMapping(YamlMap& parent) {
   YamlMap c = parent.map("to_cloud_tasks");
   YamlContext& ctx = c.context();
   CloudTasksMappingSpec spec;
-  std::string url = CheckedTemplate(c, "url", false);
-  std::string uri = CheckedTemplate(c, "relative_uri", false);
-  if (!url.empty()) spec.url = url;
-  if (c.has("relative_uri")) spec.relative_uri = uri;
+  // URLs are literal unless they hold placeholders: "https://h.example.com/x" is a fixed URL.
+  if (c.has("url")) spec.url = CheckedTemplate(c, "url", false, false);
+  if (c.has("relative_uri")) spec.relative_uri = CheckedTemplate(c, "relative_uri", false, false);
   if (spec.url.has_value() == spec.relative_uri.has_value()) {
     ctx.fail(c.mark(), c.path(),
              "give exactly one target: url (an HTTP URL template) or relative_uri (an App Engine "
              "path template)");
+  }
+  // A target without placeholders is checked now, where the file can say where it is.
+  if (spec.url && !spec.url->empty() && spec.url->find('{') == std::string::npos) {
+    c.check("url", tasks::ValidateHttpUrl(*spec.url));
+  }
+  if (spec.relative_uri && spec.relative_uri->find('{') == std::string::npos) {
+    c.check("relative_uri", tasks::ValidateRelativeUri(*spec.relative_uri));
   }
   spec.method =
       c.choice("method", "POST", {"POST", "PUT", "PATCH", "GET", "HEAD", "DELETE", "OPTIONS"});
@@ -152,8 +163,19 @@ CloudTasksMappingSpec ParseCloudTasksMapping(YamlMap& parent) {
   }
   spec.body_field = c.optional_string("body_field");
   spec.headers = ParseTemplateMap(c, "headers", false);
-  std::string id = CheckedTemplate(c, "task_id", false);
-  if (!id.empty()) spec.task_id = id;
+  for (const auto& [name, value] : spec.headers) {
+    if (spec.relative_uri) c.check("headers", tasks::ValidateAppEngineHeader(name));
+    c.check("headers", tasks::ValidateHeaderName(name));
+  }
+  // A bare task_id names a field, like row_key. Present but empty is an error, not "unnamed":
+  // an empty ${VAR} must not switch deduplication off silently.
+  if (c.has("task_id")) {
+    spec.task_id = CheckedTemplate(c, "task_id", false);
+    if (spec.task_id->empty()) {
+      ctx.fail(c.mark(), c.key_path("task_id"),
+               "is empty; remove it for unnamed tasks, or give the deduplication key's template");
+    }
+  }
   spec.oidc_token = ParseToken(c, "oidc_token", "audience");
   spec.oauth_token = ParseToken(c, "oauth_token", "scope");
   if (spec.relative_uri && (spec.oidc_token || spec.oauth_token)) {
@@ -161,9 +183,17 @@ CloudTasksMappingSpec ParseCloudTasksMapping(YamlMap& parent) {
              "oidc_token and oauth_token are for HTTP targets; App Engine tasks carry App "
              "Engine's own identity");
   }
+  if (spec.oidc_token && spec.oauth_token) {
+    ctx.fail(c.mark(), c.key_path("oauth_token"),
+             "oidc_token and oauth_token cannot both be set: a task carries one token");
+  }
   spec.dispatch_deadline =
       c.optional_duration("dispatch_deadline", "unset (the service's 10 min)",
                           DurationRange{std::chrono::seconds(15), std::chrono::hours(24)});
+  if (spec.dispatch_deadline) {
+    c.check("dispatch_deadline", tasks::ValidateDispatchDeadline(*spec.dispatch_deadline,
+                                                                 spec.relative_uri.has_value()));
+  }
   c.finish();
   return spec;
 }

@@ -76,8 +76,13 @@ int Describe(const std::string& pipeline_file) {
   }
   auto text = pipeline::DescribePipeline(*spec);
   if (!text.ok()) {
-    std::fprintf(stderr, "%s: %s\n", pipeline_file.c_str(),
-                 std::string(text.status().message()).c_str());
+    // A located error already starts with the file's name (as in `run`).
+    const std::string message(text.status().message());
+    if (message.rfind(pipeline_file + ":", 0) == 0) {
+      std::fprintf(stderr, "%s\n", message.c_str());
+    } else {
+      std::fprintf(stderr, "%s: %s\n", pipeline_file.c_str(), message.c_str());
+    }
     return 2;
   }
   std::fputs(text->c_str(), stdout);

@@ -12,6 +12,7 @@
 #include "gcpstream/connector/status_classifier.h"
 #include "gcpstream/tasks/admin/resource_names.h"
 #include "gcpstream/tasks/client/task_creator.h"
+#include "gcpstream/tasks/sink/task_fields.h"
 #include "gcpstream/util/absl_fmt.h"
 #include "gcpstream/util/timer_thread.h"
 #include "gcpstream/util/utf8.h"
@@ -148,6 +149,8 @@ class CloudTasksSinkAdapter final : public connector::AsyncSinkAdapter<QueueDest
       if (absl::Status s = not_utf8(fmt::format("the value of header '{}'", k), v); !s.ok()) {
         return s;
       }
+      if (absl::Status s = ValidateHeaderName(k); !s.ok()) return s;
+      if (absl::Status s = ValidateHeaderValue(k, v); !s.ok()) return s;
     }
     if (absl::Status s =
             not_utf8("a URL", t.has_http_request() ? t.http_request().url()

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "absl/strings/ascii.h"
 #include "gcpstream/util/absl_fmt.h"
 
@@ -17,6 +19,11 @@ absl::Status ValidateHttpUrl(std::string_view url) {
     return absl::InvalidArgumentError(
         fmt::format("a Cloud Tasks HTTP target URL is at most {} characters; got {}", kMaxUrlLength,
                     url.size()));
+  }
+  const std::string_view rest = url.substr(url.find("//") + 2);
+  if (rest.empty() || rest.front() == '/' || rest.front() == '?' || rest.front() == '#') {
+    return absl::InvalidArgumentError(
+        fmt::format("a Cloud Tasks HTTP target URL needs a host; got '{}'", url.substr(0, 200)));
   }
   if (url.find_first_of(" \t\r\n") != std::string_view::npos) {
     return absl::InvalidArgumentError("a Cloud Tasks HTTP target URL must not contain whitespace");
@@ -50,6 +57,29 @@ absl::Status ValidateAppEngineHeader(std::string_view name) {
         "header '{}' is set by Cloud Tasks for App Engine tasks and cannot be given (Host, "
         "Content-Length, X-Google-*, X-AppEngine-*)",
         name));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateHeaderName(std::string_view name) {
+  static constexpr std::string_view kTokenChars = "!#$%&'*+-.^_`|~";
+  const bool token = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           kTokenChars.find(c) != std::string_view::npos;
+  });
+  if (!token) {
+    return absl::InvalidArgumentError(
+        fmt::format("header name '{}' is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~)",
+                    name.substr(0, 200)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateHeaderValue(std::string_view name, std::string_view value) {
+  if (value.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos) {
+    return absl::InvalidArgumentError(
+        fmt::format("the value of header '{}' holds CR, LF or NUL, which would split the request",
+                    name.substr(0, 200)));
   }
   return absl::OkStatus();
 }

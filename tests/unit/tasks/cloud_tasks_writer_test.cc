@@ -343,6 +343,28 @@ TEST_F(CloudTasksWriterTest, ATaskWithoutATargetOrWithNonUtf8HeadersIsRoutedBefo
   ASSERT_TRUE(w->close().ok());
 }
 
+TEST_F(CloudTasksWriterTest, HeadersThatWouldSplitTheRequestAreRoutedBeforeAnyRpc) {
+  auto b = builder();
+  b.serializer(CloudTasksSerializationSchema<Order>::of([](const Order& o, const SinkWriterContext&)
+                                                            -> std::optional<Task> {
+     Task t;
+     t.mutable_http_request()->set_url("https://example.com/");
+     (*t.mutable_http_request()->mutable_headers())[o.id] = o.body;
+     return t;
+   })).failed_task_handler(recording());
+  answer_all(absl::OkStatus());
+  auto w = writer(std::move(b));
+  ASSERT_TRUE(w->write(Order{"X-Ok", "fine"}, ctx_).ok());
+  ASSERT_TRUE(w->write(Order{"X-A", "v\r\nInjected: 1"}, ctx_).ok());
+  ASSERT_TRUE(w->write(Order{"X-B", std::string("a\0b", 3)}, ctx_).ok());
+  ASSERT_TRUE(w->write(Order{"a b:c", "v"}, ctx_).ok());
+  ASSERT_TRUE(w->write(Order{"", "v"}, ctx_).ok());
+  ASSERT_TRUE(w->flush(false).ok());
+  EXPECT_EQ(recorded_->codes.size(), 4u);
+  EXPECT_EQ(stub_->size(kQueueName), 1u) << "only the valid header was sent";
+  ASSERT_TRUE(w->close().ok());
+}
+
 TEST_F(CloudTasksWriterTest, ParkedTasksCountsCreatesWaitingOutABackoff) {
   options_.retry_initial_backoff = 10s;
   options_.retry_max_backoff = 10s;
