@@ -1,11 +1,10 @@
 #include "gcpstream/bigtable/client/bigtable_stub.h"
 
+#include "gcpstream/connector/grpc_status.h"
+
 namespace gcpstream::bigtable {
 
-absl::Status FromGrpc(const grpc::Status& status) {
-  if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
+absl::Status FromGrpc(const grpc::Status& status) { return connector::FromGrpcStatus(status); }
 
 absl::Status FromRpcStatus(const google::rpc::Status& status) {
   if (status.code() == 0) return absl::OkStatus();

@@ -1,11 +1,10 @@
 #include "gcpstream/pubsub/client/publisher_stub.h"
 
+#include "gcpstream/connector/grpc_status.h"
+
 namespace gcpstream::pubsub {
 
-absl::Status FromGrpc(const grpc::Status& status) {
-  if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
+absl::Status FromGrpc(const grpc::Status& status) { return connector::FromGrpcStatus(status); }
 
 namespace {
 
