@@ -11,6 +11,15 @@ LineageDataset BigtableDataset(const TableDestination& t) {
            {"gcp.table", t.table}}};
 }
 
+LineageDataset SpannerDatabaseDataset(const DatabaseDestination& d) {
+  return {"spanner://" + d.project + ":" + d.instance,
+          d.database,
+          {{"gcp.kind", "spanner-database"},
+           {"gcp.project", d.project},
+           {"gcp.instance", d.instance},
+           {"gcp.database", d.database}}};
+}
+
 LineageDataset SpannerDataset(const DatabaseDestination& d, const std::string& table) {
   return {"spanner://" + d.project + ":" + d.instance,
           d.database + "." + table,

@@ -14,6 +14,9 @@ namespace gcpstream::connector {
 LineageDataset BigtableDataset(const TableDestination& table);
 // namespace spanner://{project}:{instance}, name {database}.{table}.
 LineageDataset SpannerDataset(const DatabaseDestination& database, const std::string& table);
+// The database as a whole: a sink whose serializer picks the table per record has no fixed
+// table to name.
+LineageDataset SpannerDatabaseDataset(const DatabaseDestination& database);
 // namespace pubsub://{project}, name topic:{topic} / subscription:{subscription}.
 LineageDataset PubSubTopicDataset(const TopicDestination& topic);
 LineageDataset PubSubSubscriptionDataset(const SubscriptionDestination& subscription);

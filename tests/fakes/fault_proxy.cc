@@ -73,17 +73,17 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
   }
 
   void OnCancel() override {
-    bool started;
+    bool started, stalled;
     {
       std::lock_guard lock(mu_);
       cancelled_ = true;
       started = upstream_started_;
+      stalled = stalled_;
     }
-    if (started) {
-      client_ctx_.TryCancel();
-    } else {
-      finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
-    }
+    if (started) client_ctx_.TryCancel();
+    // Before the upstream call, and while a stalled stream holds the client, nothing else
+    // would finish the client's call.
+    if (!started || stalled) finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
   }
 
   void OnDone() override { release(); }
@@ -131,8 +131,9 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
     }
     client_ctx_.set_deadline(ctx_->deadline());
     upstream_ = std::make_unique<Upstream>(this);
-    proxy_->stub().PrepareBidiStreamingCall(&client_ctx_, ctx_->method(), grpc::StubOptions(),
-                                            upstream_.get());
+    proxy_->stub(ctx_->method())
+        .PrepareBidiStreamingCall(&client_ctx_, ctx_->method(), grpc::StubOptions(),
+                                  upstream_.get());
     upstream_->StartRead(&response_);
     upstream_->StartCall();
     StartRead(&request_);
@@ -155,6 +156,19 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
       finish(ToGrpc(decision_.rule.code, decision_.rule.message));
       return;
     }
+    if (decision_.faulted && decision_.rule.action == A::kStallStream &&
+        responses_ > decision_.rule.cut_after) {
+      bool cancelled;
+      {
+        std::lock_guard lock(mu_);
+        upstream_ended_ = true;
+        stalled_ = true;
+        cancelled = cancelled_;
+      }
+      client_ctx_.TryCancel();
+      if (cancelled) finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+      return;  // the client's call is finished by OnCancel
+    }
     StartWrite(&response_);
   }
 
@@ -163,7 +177,14 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
       std::lock_guard lock(mu_);
       upstream_ended_ = true;
     }
-    if (decision_.faulted && decision_.rule.action == FaultRule::Action::kForwardThenFail) {
+    bool stalled;
+    {
+      std::lock_guard lock(mu_);
+      stalled = stalled_;
+    }
+    if (stalled) {
+      // OnCancel finishes the client's call.
+    } else if (decision_.faulted && decision_.rule.action == FaultRule::Action::kForwardThenFail) {
       finish(ToGrpc(decision_.rule.code, decision_.rule.message));
     } else {
       finish(status);
@@ -208,6 +229,7 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
   bool cancelled_ = false;
   bool upstream_started_ = false;
   bool upstream_ended_ = false;
+  bool stalled_ = false;
 };
 
 }  // namespace
@@ -248,6 +270,20 @@ FaultProxy::~FaultProxy() {
 }
 
 std::string FaultProxy::endpoint() const { return fmt::format("127.0.0.1:{}", port_); }
+
+void FaultProxy::route(const std::string& method, const std::string& upstream) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  auto channel = grpc::CreateCustomChannel(upstream, grpc::InsecureChannelCredentials(), args);
+  std::lock_guard lock(mu_);
+  routes_[method] = std::make_unique<grpc::GenericStub>(std::move(channel));
+}
+
+grpc::GenericStub& FaultProxy::stub(const std::string& method) {
+  std::lock_guard lock(mu_);
+  if (auto it = routes_.find(method); it != routes_.end()) return *it->second;
+  return *stub_;
+}
 
 void FaultProxy::add_rule(FaultRule rule) {
   std::lock_guard lock(mu_);

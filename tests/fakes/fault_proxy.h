@@ -1,6 +1,10 @@
 #ifndef GCPSTREAM_TESTS_FAKES_FAULT_PROXY_H_
 #define GCPSTREAM_TESTS_FAKES_FAULT_PROXY_H_
 
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -8,10 +12,6 @@
 #include <mutex>
 #include <string>
 #include <vector>
-
-#include <grpcpp/generic/async_generic_service.h>
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -27,6 +27,9 @@ struct FaultRule {
     kDelay,            // wait `delay`, then forward normally
     kHang,             // never answer; end only when the client cancels (or its deadline)
     kCutStream,        // forward, but after `cut_after` response messages end with `code`
+    kStallStream,      // forward `cut_after` response messages, then cancel the upstream call
+                       // and send nothing more: the client's call stays open until the client
+                       // cancels it (its deadline). A server that stalls mid-stream.
   };
   // Matches the full method name ("/google.bigtable.v2.Bigtable/MutateRows") or its last
   // component ("MutateRows").
@@ -56,6 +59,10 @@ class FaultProxy {
 
   // host:port clients connect to.
   std::string endpoint() const;
+  // Forwards calls of `method` (full name, "/google.spanner.v1.Spanner/BatchWrite") to
+  // `upstream` instead of the proxy's own upstream: how a stand-in supplies one method an
+  // emulator lacks while everything else still reaches the emulator. Set before clients call.
+  void route(const std::string& method, const std::string& upstream);
   void add_rule(FaultRule rule);
   void clear_rules();
   // Calls seen for a method (full name or last component), faulted or not.
@@ -69,7 +76,7 @@ class FaultProxy {
     FaultRule rule;
   };
   Decision decide(const std::string& method);
-  grpc::GenericStub& stub() { return *stub_; }
+  grpc::GenericStub& stub(const std::string& method);
 
  private:
   class Service;
@@ -77,6 +84,7 @@ class FaultProxy {
 
   std::shared_ptr<grpc::Channel> upstream_;
   std::unique_ptr<grpc::GenericStub> stub_;
+  std::map<std::string, std::unique_ptr<grpc::GenericStub>> routes_;  // guarded by mu_
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

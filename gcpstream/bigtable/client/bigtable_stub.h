@@ -11,16 +11,14 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "gcpstream/connector/request_batcher.h"
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
 
 namespace gcpstream::bigtable {
 
 // What one MutateRows call answered: a status per entry it reported (by index in the request),
 // then the status of the call itself. Entries the stream never reported have no status.
-struct MutateRowsResult {
-  std::vector<std::pair<std::int64_t, absl::Status>> entries;
-  absl::Status rpc;
-};
+using MutateRowsResult = connector::BatchCallResult;
 
 // The seam under the mutation batcher: one MutateRows call, asynchronously. Thread-safe.
 class BigtableDataStub {

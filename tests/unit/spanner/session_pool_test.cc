@@ -1,0 +1,93 @@
+// The session pool over a fake stub: sessions created on demand up to the cap, handed to one
+// caller at a time, replaced when lost, pinged when idle (Spanner "Sessions": the service
+// deletes a session idle for about an hour; Google's clients ping idle sessions), and deleted
+// at shutdown.
+#include "gcpstream/spanner/client/session_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "tests/support/fake_spanner.h"
+
+namespace gcpstream::spanner {
+namespace {
+
+using namespace std::chrono_literals;
+
+class SessionPoolTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<SessionPool> make(SessionPoolOptions options = {}) {
+    return std::make_shared<SessionPool>("projects/p/instances/i/databases/d", stub_, timers_,
+                                         options);
+  }
+  static std::string Take(SessionPool& pool) {
+    std::string got;
+    pool.acquire([&](absl::StatusOr<std::string> s) { got = s.ok() ? *s : s.status().ToString(); });
+    return got;
+  }
+  std::shared_ptr<testing::FakeSpannerStub> stub_ = std::make_shared<testing::FakeSpannerStub>();
+  std::shared_ptr<util::TimerThread> timers_ = std::make_shared<util::TimerThread>();
+};
+
+TEST_F(SessionPoolTest, SessionsAreMadeOnDemandAndReused) {
+  auto pool = make();
+  const std::string a = Take(*pool);
+  EXPECT_EQ(a, "sessions/s0");
+  const std::string b = Take(*pool);
+  EXPECT_EQ(b, "sessions/s1") << "a session is held by one caller at a time";
+  pool->release(a);
+  EXPECT_EQ(Take(*pool), a);
+  EXPECT_EQ(stub_->sessions_created(), 2);
+  EXPECT_EQ(pool->size(), 2);
+}
+
+TEST_F(SessionPoolTest, AtTheCapACallerWaitsForARelease) {
+  SessionPoolOptions options;
+  options.max_sessions = 1;
+  auto pool = make(options);
+  const std::string a = Take(*pool);
+  std::string second;
+  pool->acquire([&](absl::StatusOr<std::string> s) { second = *s; });
+  EXPECT_TRUE(second.empty()) << "no second session beyond the cap";
+  pool->release(a);
+  EXPECT_EQ(second, a);
+  EXPECT_EQ(stub_->sessions_created(), 1);
+}
+
+TEST_F(SessionPoolTest, ALostSessionIsReplacedOnTheNextDemand) {
+  auto pool = make();
+  const std::string a = Take(*pool);
+  pool->discard(a);
+  EXPECT_EQ(pool->size(), 0);
+  EXPECT_EQ(Take(*pool), "sessions/s1");
+}
+
+TEST_F(SessionPoolTest, ACreationErrorReachesTheCallerWithItsCode) {
+  stub_->session_error = absl::NotFoundError("Database not found");
+  auto pool = make();
+  absl::Status got;
+  pool->acquire([&](absl::StatusOr<std::string> s) { got = s.status(); });
+  EXPECT_EQ(got.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(pool->size(), 0);
+}
+
+TEST_F(SessionPoolTest, IdleSessionsArePingedAndShutdownDeletesThem) {
+  SessionPoolOptions options;
+  options.keep_alive_interval = 20ms;
+  auto pool = make(options);
+  pool->release(Take(*pool));
+  const auto give_up = std::chrono::steady_clock::now() + 5s;
+  while (pool->pings() == 0 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_GE(pool->pings(), 1) << "no keep-alive within 5 s";
+  pool->shutdown();
+  EXPECT_EQ(stub_->sessions_deleted(), 1);
+  absl::Status after;
+  pool->acquire([&](absl::StatusOr<std::string> s) { after = s.status(); });
+  EXPECT_EQ(after.code(), absl::StatusCode::kCancelled);
+}
+
+}  // namespace
+}  // namespace gcpstream::spanner
