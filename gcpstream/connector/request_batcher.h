@@ -313,8 +313,16 @@ class RequestBatcher : public std::enable_shared_from_this<RequestBatcher<E, R>>
       auto cancel = self->service_->send(
           std::move(request), timeout,
           [self, id](BatchCallResult result) { self->on_result(id, std::move(result)); });
-      std::lock_guard lock(self->mu_);
-      if (self->sent_.count(id) > 0) self->in_flight_[id] = std::move(cancel);
+      bool cancel_now = false;
+      {
+        std::lock_guard lock(self->mu_);
+        if (self->sent_.count(id) > 0) {
+          self->in_flight_[id] = cancel;
+          // shutdown() already cancelled what was in flight: this call started after it.
+          cancel_now = self->shut_down_;
+        }
+      }
+      if (cancel_now && cancel) cancel();
     });
   }
 

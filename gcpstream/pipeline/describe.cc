@@ -82,6 +82,17 @@ std::string SinkLine(const PipelineSpec& spec) {
                   : std::string(", unnamed (a replay creates another task)"),
         c->emulator_endpoint ? ", emulator " + *c->emulator_endpoint : "");
   }
+  if (const auto* s = std::get_if<SpannerSinkSpec>(&spec.sink)) {
+    const auto& m = *spec.transform.to_spanner;
+    std::string cols;
+    for (const auto& c : m.columns) cols += fmt::format(" {}={} ({})", c.name, c.value, c.type);
+    return fmt::format(
+        "spanner {} {} into {}, columns{}, constraint violations {}{}",
+        connector::DatabaseDestination::of(s->project, s->instance, s->database).resource_name(),
+        m.operation, m.table, cols,
+        s->route_constraint_violations ? "routed to the failure handler" : "fail the job",
+        s->emulator_endpoint ? ", emulator " + *s->emulator_endpoint : "");
+  }
   const auto& p = std::get<PubSubSinkSpec>(spec.sink);
   const PubSubMappingSpec m = spec.transform.to_pubsub.value_or(PubSubMappingSpec{});
   std::string attrs;
@@ -121,6 +132,11 @@ std::vector<std::pair<std::string, LineageVertex>> PipelineLineage(const Pipelin
     sink.connector = "cloudtasks";
     sink.datasets.push_back(connector::CloudTasksDataset(
         connector::QueueDestination::of(c->project, c->location, c->queue)));
+  } else if (const auto* s = std::get_if<SpannerSinkSpec>(&spec.sink)) {
+    sink.connector = "spanner";
+    sink.datasets.push_back(connector::SpannerDataset(
+        connector::DatabaseDestination::of(s->project, s->instance, s->database),
+        spec.transform.to_spanner ? spec.transform.to_spanner->table : std::string()));
   } else {
     const auto& p = std::get<PubSubSinkSpec>(spec.sink);
     sink.connector = "pubsub";

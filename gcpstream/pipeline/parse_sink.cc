@@ -4,6 +4,7 @@
 #include "gcpstream/bigtable/admin/resource_names.h"
 #include "gcpstream/pipeline/internal/spec_sections.h"
 #include "gcpstream/pubsub/admin/resource_names.h"
+#include "gcpstream/spanner/admin/database_admin.h"
 #include "gcpstream/tasks/admin/resource_names.h"
 
 namespace gcpstream::pipeline::internal {
@@ -209,19 +210,81 @@ CloudTasksSinkSpec ParseCloudTasksSink(YamlMap& m) {
   return spec;
 }
 
+SpannerSinkSpec ParseSpannerSink(YamlMap& m) {
+  SpannerSinkSpec spec;
+  spec.project = m.required_string("project");
+  spec.instance = m.required_string("instance");
+  spec.database = m.required_string("database");
+  // Each id checked on its own key (the others replaced by valid stand-ins).
+  if (!spec.project.empty()) {
+    m.check("project", spanner::ValidateDatabaseDestination(
+                           connector::DatabaseDestination::of(spec.project, "inst", "db")));
+  }
+  if (!spec.instance.empty()) {
+    m.check("instance", spanner::ValidateDatabaseDestination(
+                            connector::DatabaseDestination::of("p", spec.instance, "db")));
+  }
+  if (!spec.database.empty()) {
+    m.check("database", spanner::ValidateDatabaseDestination(
+                            connector::DatabaseDestination::of("p", "inst", spec.database)));
+  }
+  spec.emulator_endpoint = m.optional_string("emulator_endpoint");
+  spec.service_account_key_file = m.optional_string("service_account_key_file");
+  spec.route_constraint_violations =
+      m.choice("constraint_violation_policy", "FAIL_JOB",
+               {"FAIL_JOB", "ROUTE_TO_FAILURE_HANDLER"}) == "ROUTE_TO_FAILURE_HANDLER";
+  YamlMap w = m.map("writer_options");
+  auto& o = spec.writer_options;
+  o.max_batch_cells = w.integer("max_batch_cells", o.max_batch_cells,
+                                IntRange{1, spanner::SpannerWriterOptions::kMaxBatchCells});
+  o.max_batch_mutations = w.integer("max_batch_mutations", o.max_batch_mutations,
+                                    IntRange{1, spanner::SpannerWriterOptions::kMaxBatchCells});
+  o.max_batch_bytes = w.integer("max_batch_bytes", o.max_batch_bytes,
+                                IntRange{1, spanner::SpannerWriterOptions::kMaxBatchBytes});
+  if (auto d = w.optional_duration(
+          "max_commit_delay", "unset (the service's own handling)",
+          DurationRange{std::chrono::milliseconds(1), std::chrono::milliseconds(500), true})) {
+    o.max_commit_delay = *d;
+  }
+  if (auto priority = w.optional_choice("rpc_priority", {"LOW", "MEDIUM", "HIGH"})) {
+    o.rpc_priority = *priority == "LOW"      ? spanner::RpcPriority::kLow
+                     : *priority == "MEDIUM" ? spanner::RpcPriority::kMedium
+                                             : spanner::RpcPriority::kHigh;
+  }
+  o.retry_initial_backoff =
+      w.duration("retry_initial_backoff", o.retry_initial_backoff, kShortDelay);
+  o.retry_max_backoff = w.duration("retry_max_backoff", o.retry_max_backoff, kShortDelay);
+  o.retry_max_attempts =
+      static_cast<int>(w.integer("retry_max_attempts", o.retry_max_attempts, IntRange{1, 1000}));
+  o.batch_write_timeout = w.duration("batch_write_timeout", o.batch_write_timeout, kTimeout);
+  o.max_in_flight_mutations =
+      w.integer("max_in_flight_mutations", o.max_in_flight_mutations, kCount);
+  o.max_in_flight_bytes = w.integer("max_in_flight_bytes", o.max_in_flight_bytes, kBytes);
+  o.max_sessions = static_cast<int>(w.integer("max_sessions", o.max_sessions, IntRange{1, 1000}));
+  o.stall_warning_interval =
+      w.duration("stall_warning_interval", o.stall_warning_interval, kTimeout);
+  o.shutdown_timeout = w.duration("shutdown_timeout", o.shutdown_timeout, kTimeout);
+  w.finish();
+  return spec;
+}
+
 }  // namespace
 
 SinkSpec ParseSink(YamlMap m) {
   if (!m.has("type") && m.present()) {
     m.context().fail(m.mark(), m.key_path("type"),
-                     "required key is missing; allowed values: bigtable, pubsub, cloud_tasks");
+                     "required key is missing; allowed values: bigtable, pubsub, cloud_tasks, "
+                     "spanner");
   }
-  const std::string type = m.choice("type", "bigtable", {"bigtable", "pubsub", "cloud_tasks"});
+  const std::string type =
+      m.choice("type", "bigtable", {"bigtable", "pubsub", "cloud_tasks", "spanner"});
   SinkSpec spec;
   if (type == "pubsub") {
     spec = ParsePubSubSink(m);
   } else if (type == "cloud_tasks") {
     spec = ParseCloudTasksSink(m);
+  } else if (type == "spanner") {
+    spec = ParseSpannerSink(m);
   } else {
     spec = ParseBigtableSink(m);
   }

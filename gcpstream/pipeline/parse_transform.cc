@@ -6,6 +6,7 @@
 #include "gcpstream/pipeline/cell_timestamp.h"
 #include "gcpstream/pipeline/internal/spec_sections.h"
 #include "gcpstream/pipeline/record_template.h"
+#include "gcpstream/pipeline/spanner_mutation_mapper.h"
 #include "gcpstream/tasks/sink/task_fields.h"
 
 namespace gcpstream::pipeline::internal {
@@ -137,6 +138,50 @@ std::optional<std::pair<std::string, std::string>> ParseToken(YamlMap& parent,
   return out;
 }
 
+// `to_spanner.columns`: name: template (a STRING), or name: {value: template, type: T}.
+SpannerMappingSpec ParseSpannerMapping(YamlMap& parent) {
+  YamlMap s = parent.map("to_spanner");
+  YamlContext& ctx = s.context();
+  SpannerMappingSpec spec;
+  spec.table = s.required_string("table");
+  spec.operation = s.choice("operation", "insert_or_update",
+                            {"insert", "update", "insert_or_update", "replace"});
+  const YAML::Node columns = s.node("columns");
+  const std::string path = s.key_path("columns");
+  if (!columns.IsDefined() || !columns.IsMap() || columns.size() == 0) {
+    ctx.fail(s.mark(), path,
+             "required: a mapping of column: field (or template), or column: {value, type}; at "
+             "least one");
+  } else {
+    for (auto it = columns.begin(); it != columns.end(); ++it) {
+      SpannerMappingSpec::Column column;
+      column.name = it->first.Scalar();
+      const std::string column_path = path + "." + column.name;
+      if (it->second.IsMap()) {
+        YamlMap c(ctx, it->second, column_path);
+        column.value = CheckedTemplate(c, "value", true);
+        column.type = c.choice("type", "STRING", SpannerColumnTypes());
+        c.finish();
+      } else if (it->second.IsScalar()) {
+        auto text = ctx.substitute(it->second, column_path);
+        if (!text) continue;
+        column.value = text->find('{') == std::string::npos ? "{" + *text + "}" : *text;
+        if (auto parsed = RecordTemplate::parse(column.value); !parsed.ok()) {
+          ctx.fail(it->second.Mark(), column_path, std::string(parsed.status().message()));
+        }
+        ctx.record(OptionRecord{column_path, column.value, "none", true});
+      } else {
+        ctx.fail(it->second.Mark(), column_path,
+                 "expected a field name, a template, or {value, type}");
+        continue;
+      }
+      spec.columns.push_back(std::move(column));
+    }
+  }
+  s.finish();
+  return spec;
+}
+
 CloudTasksMappingSpec ParseCloudTasksMapping(YamlMap& parent) {
   YamlMap c = parent.map("to_cloud_tasks");
   YamlContext& ctx = c.context();
@@ -256,6 +301,11 @@ TransformSpec ParseTransform(YamlMap m) {
     spec.to_cloud_tasks = ParseCloudTasksMapping(m);
   } else {
     m.node("to_cloud_tasks");
+  }
+  if (m.has("to_spanner")) {
+    spec.to_spanner = ParseSpannerMapping(m);
+  } else {
+    m.node("to_spanner");
   }
   m.finish();
   return spec;

@@ -12,8 +12,10 @@
 #include "gcpstream/pipeline/pipeline_source.h"
 #include "gcpstream/pipeline/pubsub_message_mapper.h"
 #include "gcpstream/pipeline/record_filter.h"
+#include "gcpstream/pipeline/spanner_mutation_mapper.h"
 #include "gcpstream/pubsub/sink/pubsub_dead_letter_queue.h"
 #include "gcpstream/pubsub/sink/pubsub_sink.h"
+#include "gcpstream/spanner/sink/spanner_sink.h"
 #include "gcpstream/tasks/sink/cloud_tasks_sink.h"
 
 namespace gcpstream::pipeline {
@@ -123,6 +125,32 @@ absl::Status AttachCloudTasks(const PipelineSpec& spec, const CloudTasksSinkSpec
   return absl::OkStatus();
 }
 
+absl::Status AttachSpanner(const PipelineSpec& spec, const SpannerSinkSpec& sink,
+                           std::shared_ptr<connector::FailureHandler> handler,
+                           DataStream<PipelineRecord> stream) {
+  GCP_ASSIGN_OR_RETURN(SpannerMutationMapper mapper,
+                       SpannerMutationMapper::make(*spec.transform.to_spanner));
+  auto builder = spanner::SpannerSink<PipelineRecord>::builder();
+  builder.database(connector::DatabaseDestination::of(sink.project, sink.instance, sink.database))
+      .serializer(
+          [mapper](const PipelineRecord& r,
+                   const SinkWriterContext&) -> absl::StatusOr<std::optional<spanner::Mutation>> {
+            GCP_ASSIGN_OR_RETURN(auto m, mapper.map(r));
+            return std::optional<spanner::Mutation>(std::move(m));
+          })
+      .writer_options(sink.writer_options)
+      .constraint_violation_policy(sink.route_constraint_violations
+                                       ? spanner::ConstraintViolationPolicy::kRouteToFailureHandler
+                                       : spanner::ConstraintViolationPolicy::kFailJob)
+      .failed_mutation_handler(std::move(handler));
+  if (sink.emulator_endpoint) builder.emulator_endpoint(*sink.emulator_endpoint);
+  if (sink.service_account_key_file)
+    builder.service_account_key_file(*sink.service_account_key_file);
+  GCP_ASSIGN_OR_RETURN(auto built, builder.build());
+  stream.sink_to(std::move(built), kSinkNode);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 runtime::ExecutionConfig MakeExecutionConfig(const PipelineSpec& spec,
@@ -173,6 +201,8 @@ absl::Status AttachSink(const PipelineSpec& spec, DataStream<PipelineRecord> str
     status = AttachBigtable(spec, *bt, std::move(handler), stream);
   } else if (const auto* ct = std::get_if<CloudTasksSinkSpec>(&spec.sink)) {
     status = AttachCloudTasks(spec, *ct, std::move(handler), stream);
+  } else if (const auto* sp = std::get_if<SpannerSinkSpec>(&spec.sink)) {
+    status = AttachSpanner(spec, *sp, std::move(handler), stream);
   } else {
     status = AttachPubSub(spec, std::get<PubSubSinkSpec>(spec.sink), std::move(handler), stream);
   }

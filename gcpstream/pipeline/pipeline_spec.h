@@ -17,6 +17,7 @@
 #include "gcpstream/pubsub/admin/topic_admin.h"
 #include "gcpstream/pubsub/sink/pubsub_publisher_options.h"
 #include "gcpstream/runtime/checkpoint_config.h"
+#include "gcpstream/spanner/sink/spanner_writer_options.h"
 #include "gcpstream/tasks/sink/cloud_tasks_writer_options.h"
 
 // The parsed form of a pipeline file (see docs/cli.md for the YAML reference). Plain value
@@ -104,6 +105,21 @@ struct CloudTasksMappingSpec {
   std::optional<std::chrono::milliseconds> dispatch_deadline;
 };
 
+// `transform.to_spanner`: one mutation per record.
+struct SpannerMappingSpec {
+  std::string table;
+  // insert, update, insert_or_update, replace [insert_or_update: idempotent, so a replay after a
+  // restore rewrites the same row instead of being refused].
+  std::string operation = "insert_or_update";
+  struct Column {
+    std::string name;
+    std::string value;  // template; a bare field name is "{field}"
+    // STRING, INT64, FLOAT64, BOOL, NUMERIC, JSON, BYTES, DATE, TIMESTAMP [STRING]
+    std::string type = "STRING";
+  };
+  std::vector<Column> columns;
+};
+
 struct TransformSpec {
   std::vector<FieldComparison> keep;  // keep a record only when every comparison holds
   std::vector<FieldComparison> drop;  // then drop it when any comparison holds
@@ -111,6 +127,7 @@ struct TransformSpec {
   std::optional<BigtableMappingSpec> to_bigtable;
   std::optional<PubSubMappingSpec> to_pubsub;
   std::optional<CloudTasksMappingSpec> to_cloud_tasks;
+  std::optional<SpannerMappingSpec> to_spanner;
 };
 
 // `failure_handler:`.
@@ -158,7 +175,18 @@ struct CloudTasksSinkSpec {
   tasks::CloudTasksWriterOptions writer_options;
 };
 
-using SinkSpec = std::variant<BigtableSinkSpec, PubSubSinkSpec, CloudTasksSinkSpec>;
+struct SpannerSinkSpec {
+  std::string project;
+  std::string instance;
+  std::string database;
+  std::optional<std::string> emulator_endpoint;
+  std::optional<std::string> service_account_key_file;
+  bool route_constraint_violations = false;  // constraint_violation_policy
+  spanner::SpannerWriterOptions writer_options;
+};
+
+using SinkSpec =
+    std::variant<BigtableSinkSpec, PubSubSinkSpec, CloudTasksSinkSpec, SpannerSinkSpec>;
 
 struct CheckpointingSpec {
   std::chrono::milliseconds interval{0};  // 0: off

@@ -188,14 +188,16 @@ absl::StatusOr<PipelineSpec> ParsePipelineSpec(const std::string& text,
   }
   // The mapping must match the sink: each sink reads its own, and only its own.
   if (ctx.ok()) {
-    const char* sink = std::holds_alternative<BigtableSinkSpec>(spec.sink) ? "bigtable"
-                       : std::holds_alternative<PubSubSinkSpec>(spec.sink) ? "pubsub"
-                                                                           : "cloud_tasks";
+    const char* sink = std::holds_alternative<BigtableSinkSpec>(spec.sink)     ? "bigtable"
+                       : std::holds_alternative<PubSubSinkSpec>(spec.sink)     ? "pubsub"
+                       : std::holds_alternative<CloudTasksSinkSpec>(spec.sink) ? "cloud_tasks"
+                                                                               : "spanner";
     const std::string own = std::string("to_") + sink;
     const std::vector<std::pair<std::string, bool>> mappings = {
         {"to_bigtable", spec.transform.to_bigtable.has_value()},
         {"to_pubsub", spec.transform.to_pubsub.has_value()},
-        {"to_cloud_tasks", spec.transform.to_cloud_tasks.has_value()}};
+        {"to_cloud_tasks", spec.transform.to_cloud_tasks.has_value()},
+        {"to_spanner", spec.transform.to_spanner.has_value()}};
     for (const auto& [name, present] : mappings) {
       if (present && name != own) {
         ctx.fail(std::as_const(root)["transform"].Mark(), "transform." + name,
@@ -210,6 +212,10 @@ absl::StatusOr<PipelineSpec> ParsePipelineSpec(const std::string& text,
     if (std::holds_alternative<CloudTasksSinkSpec>(spec.sink) && !spec.transform.to_cloud_tasks) {
       ctx.fail(std::as_const(root)["sink"].Mark(), "transform.to_cloud_tasks",
                "a cloud_tasks sink needs transform.to_cloud_tasks (url or relative_uri, ...)");
+    }
+    if (std::holds_alternative<SpannerSinkSpec>(spec.sink) && !spec.transform.to_spanner) {
+      ctx.fail(std::as_const(root)["sink"].Mark(), "transform.to_spanner",
+               "a spanner sink needs transform.to_spanner (table, operation, columns)");
     }
   }
   if (!ctx.ok()) return ctx.status();

@@ -1,9 +1,9 @@
 #ifndef GCPSTREAM_UTIL_ABSL_FMT_H_
 #define GCPSTREAM_UTIL_ABSL_FMT_H_
 
-#include <string_view>
-
 #include <fmt/format.h>
+
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -22,7 +22,8 @@ template <>
 struct fmt::formatter<absl::Status> : fmt::formatter<std::string_view> {
   template <typename Ctx>
   auto format(const absl::Status& s, Ctx& ctx) const {
-    const std::string text = s.ToString();
+    // Code and message only: payloads (structured error details, internal marks) are binary.
+    const std::string text = s.ToString(absl::StatusToStringMode::kWithNoExtraData);
     return fmt::formatter<std::string_view>::format(std::string_view(text), ctx);
   }
 };

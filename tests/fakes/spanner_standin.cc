@@ -134,6 +134,12 @@ grpc::Status SpannerStandIn::batch_write(grpc::ServerContext* context,
     if (injected) {
       response.mutable_status()->set_code(static_cast<int>(injected->code()));
       response.mutable_status()->set_message(std::string(injected->message()));
+    } else if (!apply_groups_.load()) {
+      const auto now = std::chrono::system_clock::now().time_since_epoch();
+      response.mutable_commit_timestamp()->set_seconds(
+          std::chrono::duration_cast<std::chrono::seconds>(now).count());
+      response.mutable_commit_timestamp()->set_nanos(static_cast<int>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(now).count() % 1000000000));
     } else {
       sp::CommitRequest commit;
       commit.set_session(request.session());
@@ -150,7 +156,12 @@ grpc::Status SpannerStandIn::batch_write(grpc::ServerContext* context,
         grpc::ClientContext ctx;
         ctx.set_deadline(context->deadline());
         committed.Clear();
-        status = emulator_->Commit(&ctx, commit, &committed);
+        {
+          // The emulator runs one read-write transaction at a time and answers another ABORTED:
+          // commits through the stand-in take turns instead of colliding.
+          std::lock_guard lock(commit_mu_);
+          status = emulator_->Commit(&ctx, commit, &committed);
+        }
         if (status.error_code() != grpc::StatusCode::ABORTED || attempt >= kMaxAbortedRetries ||
             context->IsCancelled()) {
           break;

@@ -40,8 +40,9 @@ namespace gcpstream::testing {
 //     without secondary-index entries, so the stand-in refuses no more than the service would),
 //     an empty request and an empty group (INVALID_ARGUMENT);
 //   - the emulator allows one read-write transaction at a time and answers a concurrent one
-//     ABORTED; the stand-in retries those commits itself (an emulator artefact, not service
-//     behaviour), up to 50 times.
+//     ABORTED, so the stand-in's commits take turns, and one still ABORTED (by a client
+//     committing around the stand-in) is retried by the stand-in (an emulator artefact, not
+//     service behaviour), up to 50 times.
 // Faults: a hook decides a group's status instead of committing it, and the FaultProxy's rules
 // act on any method's stream (kCutStream after K responses, kStallStream, kReturnStatus,
 // kForwardThenFail …) — for BatchWrite the response messages are the per-group results.
@@ -63,6 +64,11 @@ class SpannerStandIn {
   using GroupHook = std::function<std::optional<absl::Status>(
       const google::spanner::v1::BatchWriteRequest::MutationGroup& group, int index)>;
   void set_group_hook(GroupHook hook);
+
+  // Off: every group answers OK with the current time as its commit timestamp and nothing is
+  // committed: for measuring a client's own cost without the emulator's (bench/spanner_write).
+  // On by default.
+  void set_apply_groups(bool apply) { apply_groups_.store(apply); }
 
   int batch_write_calls() const { return batch_write_calls_.load(); }
   // Groups the emulator committed.
@@ -88,6 +94,8 @@ class SpannerStandIn {
   std::unique_ptr<FaultProxy> proxy_;
   std::mutex mu_;
   GroupHook hook_;  // guarded by mu_
+  std::mutex commit_mu_;
+  std::atomic<bool> apply_groups_{true};
   std::atomic<int> batch_write_calls_{0};
   std::atomic<int> groups_applied_{0};
   std::atomic<int> groups_received_{0};

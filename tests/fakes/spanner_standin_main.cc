@@ -7,19 +7,84 @@
 // emulator unchanged; BatchWrite is implemented by the stand-in. Fault flags:
 // --fail-group-every N with --fail-code CODE (every Nth mutation group answers CODE and is not
 // applied), --cut-after K (each BatchWrite stream ends UNAVAILABLE after K group results),
-// --stall-after K (… or stalls until the client's deadline). It prints "listening on HOST:PORT"
-// once ready and runs until SIGINT or SIGTERM.
+// --stall-after K (… or stalls until the client's deadline). With --database
+// projects/P/instances/I/databases/D (and --ddl-file F, --dialect), it first creates the
+// instance and the database with F's statements (separated by ';', "--" comments ignored);
+// ones that exist already are kept as they are. It prints "listening on HOST:PORT" once ready
+// and runs until SIGINT or SIGTERM.
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <thread>
 
+#include "gcpstream/spanner/admin/database_admin.h"
 #include "tests/fakes/spanner_standin.h"
 
 namespace {
 std::atomic<bool> g_stop{false};
+
+// The statements of a DDL file: split at ';', "--" comment lines dropped, blanks skipped.
+std::vector<std::string> ReadDdl(const std::string& path, bool* ok) {
+  std::ifstream in(path);
+  *ok = static_cast<bool>(in);
+  std::string text, line;
+  while (std::getline(in, line)) {
+    const auto first = line.find_first_not_of(" \t");
+    if (first != std::string::npos && line.compare(first, 2, "--") == 0) continue;
+    text += line + "\n";
+  }
+  std::vector<std::string> out;
+  std::stringstream parts(text);
+  std::string statement;
+  while (std::getline(parts, statement, ';')) {
+    const auto b = statement.find_first_not_of(" \t\n");
+    if (b == std::string::npos) continue;
+    const auto e = statement.find_last_not_of(" \t\n");
+    out.push_back(statement.substr(b, e - b + 1));
+  }
+  return out;
+}
+
+// Creates the instance and the database named `name` with `ddl`; existing ones are kept.
+int CreateDatabase(const std::string& emulator, const std::string& name,
+                   const std::vector<std::string>& ddl, gcpstream::spanner::Dialect dialect) {
+  std::vector<std::string> parts;
+  std::stringstream in(name);
+  for (std::string p; std::getline(in, p, '/');) parts.push_back(p);
+  if (parts.size() != 6 || parts[0] != "projects" || parts[2] != "instances" ||
+      parts[4] != "databases") {
+    std::fprintf(stderr,
+                 "spanner_standin: --database %s is not projects/P/instances/I/databases/D\n",
+                 name.c_str());
+    return 2;
+  }
+  const auto db = gcpstream::connector::DatabaseDestination::of(parts[1], parts[3], parts[5]);
+  if (auto s = gcpstream::spanner::ValidateDatabaseDestination(db); !s.ok()) {
+    std::fprintf(stderr, "spanner_standin: --database: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
+  gcpstream::spanner::DatabaseAdmin admin(
+      grpc::CreateChannel(emulator, grpc::InsecureChannelCredentials()));
+  absl::Status s = admin.CreateInstance(db.project, db.instance);
+  if (!s.ok() && s.code() != absl::StatusCode::kAlreadyExists) {
+    std::fprintf(stderr, "spanner_standin: creating the instance: %s\n", s.ToString(absl::StatusToStringMode::kWithNoExtraData).c_str());
+    return 1;
+  }
+  s = admin.CreateDatabase(db, dialect, ddl);
+  if (s.code() == absl::StatusCode::kAlreadyExists) {
+    std::printf("spanner_standin: database %s exists; kept as it is\n", name.c_str());
+  } else if (!s.ok()) {
+    std::fprintf(stderr, "spanner_standin: creating the database: %s\n", s.ToString(absl::StatusToStringMode::kWithNoExtraData).c_str());
+    return 1;
+  } else {
+    std::printf("spanner_standin: created %s (%zu DDL statements)\n", name.c_str(), ddl.size());
+  }
+  return 0;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,13 +122,46 @@ int main(int argc, char** argv) {
   app.add_option("--stall-after", stall_after,
                  "every BatchWrite stream stalls after this many group results")
       ->check(CLI::NonNegativeNumber);
+  bool no_apply = false;
+  app.add_flag("--no-apply", no_apply,
+               "answer every group OK without committing it (measuring a client's own cost)");
+  std::string database;
+  std::string ddl_file;
+  std::string dialect = "GOOGLE_STANDARD_SQL";
+  app.add_option("--database", database,
+                 "create this database (projects/P/instances/I/databases/D) at start");
+  app.add_option("--ddl-file", ddl_file, "DDL statements for --database, separated by ';'");
+  app.add_option("--dialect", dialect, "dialect of --database")
+      ->check(CLI::IsMember({"GOOGLE_STANDARD_SQL", "POSTGRESQL"}));
   CLI11_PARSE(app, argc, argv);
+  if (!ddl_file.empty() && database.empty()) {
+    std::fprintf(stderr, "spanner_standin: --ddl-file needs --database\n");
+    return 2;
+  }
+  if (!database.empty()) {
+    std::vector<std::string> ddl;
+    if (!ddl_file.empty()) {
+      bool ok = false;
+      ddl = ReadDdl(ddl_file, &ok);
+      if (!ok) {
+        std::fprintf(stderr, "spanner_standin: cannot read --ddl-file %s\n", ddl_file.c_str());
+        return 2;
+      }
+    }
+    if (int rc = CreateDatabase(emulator, database, ddl,
+                                dialect == "POSTGRESQL" ? gcpstream::spanner::Dialect::kPostgreSql
+                                                        : gcpstream::spanner::Dialect::kGoogleSql);
+        rc != 0) {
+      return rc;
+    }
+  }
 
   auto standin = gcpstream::testing::SpannerStandIn::start(emulator, port);
   if (!standin.ok()) {
     std::fprintf(stderr, "spanner_standin: %s\n", std::string(standin.status().message()).c_str());
     return 1;
   }
+  if (no_apply) (*standin)->set_apply_groups(false);
   if (fail_every > 0) {
     auto counter = std::make_shared<std::atomic<long>>(0);
     const absl::StatusCode code = codes.at(fail_code);

@@ -3,12 +3,15 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "gcpstream/connector/grpc_status.h"
 #include "gcpstream/spanner/client/spanner_stub.h"
 
 namespace gcpstream::testing {
@@ -114,6 +117,111 @@ class FakeSpannerStub final : public spanner::SpannerStub {
     done(absl::OkStatus());
   }
 
+  // Streaming reads: call `n` (counted across both kinds) sends the messages of
+  // on_stream(n, resume_token) and ends with its status. Unset: an empty OK stream.
+  struct StreamScript {
+    std::vector<google::spanner::v1::PartialResultSet> parts;
+    absl::Status end;
+    bool hang = false;  // after the parts, wait until the client cancels
+  };
+  struct StreamCall {
+    std::string session;
+    std::string resume_token;
+    std::string partition_token;
+  };
+  std::function<StreamScript(std::size_t, const std::string&)> on_stream;
+  // Commit `n`'s answer; unset answers OK with a commit timestamp.
+  std::function<absl::StatusOr<google::spanner::v1::CommitResponse>(
+      std::size_t, const google::spanner::v1::CommitRequest&)>
+      on_commit;
+
+  // NOT_FOUND about a session, with the ResourceInfo detail Spanner sends.
+  static absl::Status SessionNotFound() {
+    google::rpc::Status details;
+    details.set_code(5);
+    google::rpc::ResourceInfo info;
+    info.set_resource_type("type.googleapis.com/google.spanner.v1.Session");
+    details.add_details()->PackFrom(info);
+    absl::Status out = absl::NotFoundError("Session not found");
+    out.SetPayload(connector::kRpcStatusPayload, absl::Cord(details.SerializeAsString()));
+    return out;
+  }
+
+  std::unique_ptr<spanner::PartialResultSetStream> execute_streaming_sql(
+      std::shared_ptr<const google::spanner::v1::ExecuteSqlRequest> request,
+      std::chrono::milliseconds) override {
+    return stream({request->session(), request->resume_token(), request->partition_token()});
+  }
+  std::unique_ptr<spanner::PartialResultSetStream> streaming_read(
+      std::shared_ptr<const google::spanner::v1::ReadRequest> request,
+      std::chrono::milliseconds) override {
+    return stream({request->session(), request->resume_token(), request->partition_token()});
+  }
+
+  // BeginTransaction `n` and PartitionQuery/PartitionRead `n` fail with this when not OK.
+  std::function<absl::Status(std::size_t)> on_begin;
+  std::function<absl::Status(std::size_t)> on_partition;
+
+  void async_begin_transaction(
+      std::shared_ptr<const google::spanner::v1::BeginTransactionRequest>,
+      std::chrono::milliseconds,
+      std::function<void(absl::StatusOr<google::spanner::v1::Transaction>)> done) override {
+    const int n = begin_calls_.fetch_add(1);
+    if (on_begin) {
+      if (absl::Status s = on_begin(static_cast<std::size_t>(n)); !s.ok()) return done(s);
+    }
+    google::spanner::v1::Transaction tx;
+    tx.set_id("tx" + std::to_string(begins_.fetch_add(1)));
+    done(std::move(tx));
+  }
+  void async_commit(
+      std::shared_ptr<const google::spanner::v1::CommitRequest> request, std::chrono::milliseconds,
+      std::function<void(absl::StatusOr<google::spanner::v1::CommitResponse>)> done) override {
+    std::size_t index;
+    {
+      std::lock_guard lock(mu_);
+      index = commits_.size();
+      commits_.push_back(*request);
+    }
+    if (on_commit) return done(on_commit(index, *request));
+    google::spanner::v1::CommitResponse response;
+    response.mutable_commit_timestamp()->set_seconds(1);
+    done(std::move(response));
+  }
+  void async_rollback(std::shared_ptr<const google::spanner::v1::RollbackRequest> request,
+                      std::chrono::milliseconds, std::function<void(absl::Status)> done) override {
+    {
+      std::lock_guard lock(mu_);
+      rollbacks_.push_back(request->transaction_id());
+    }
+    done(absl::OkStatus());
+  }
+  void async_partition_query(
+      std::shared_ptr<const google::spanner::v1::PartitionQueryRequest>, std::chrono::milliseconds,
+      std::function<void(absl::StatusOr<google::spanner::v1::PartitionResponse>)> done) override {
+    done(partition());
+  }
+  void async_partition_read(
+      std::shared_ptr<const google::spanner::v1::PartitionReadRequest>, std::chrono::milliseconds,
+      std::function<void(absl::StatusOr<google::spanner::v1::PartitionResponse>)> done) override {
+    done(partition());
+  }
+  int partition_calls() const { return partition_calls_.load(); }
+
+  std::vector<StreamCall> streams() const {
+    std::lock_guard lock(mu_);
+    return streams_;
+  }
+  std::vector<google::spanner::v1::CommitRequest> commits() const {
+    std::lock_guard lock(mu_);
+    return commits_;
+  }
+  std::vector<std::string> rollbacks() const {
+    std::lock_guard lock(mu_);
+    return rollbacks_;
+  }
+  int begins() const { return begins_.load(); }
+
   std::size_t size() const {
     std::lock_guard lock(mu_);
     return calls_.size();
@@ -128,8 +236,73 @@ class FakeSpannerStub final : public spanner::SpannerStub {
   int sessions_deleted() const { return sessions_deleted_.load(); }
 
  private:
+  class ScriptedStream final : public spanner::PartialResultSetStream {
+   public:
+    explicit ScriptedStream(StreamScript script)
+        : parts_(script.parts.begin(), script.parts.end()), end_(std::move(script.end)) {}
+    // Sends the scripted messages; with `hang`, then blocks until cancelled.
+    std::optional<google::spanner::v1::PartialResultSet> read() override {
+      std::unique_lock lock(mu_);
+      if (!cancelled_ && !parts_.empty()) {
+        auto part = std::move(parts_.front());
+        parts_.pop_front();
+        return part;
+      }
+      if (hang_) cv_.wait(lock, [this] { return cancelled_; });
+      if (cancelled_) end_ = absl::CancelledError("cancelled by the client");
+      return std::nullopt;
+    }
+    absl::Status status() override {
+      std::lock_guard lock(mu_);
+      return end_;
+    }
+    void cancel() override {
+      std::lock_guard lock(mu_);
+      cancelled_ = true;
+      cv_.notify_all();
+    }
+    bool hang_ = false;
+
+   private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool cancelled_ = false;
+    std::deque<google::spanner::v1::PartialResultSet> parts_;
+    absl::Status end_;
+  };
+  // Two partitions "p0" and "p1", or on_partition's error.
+  absl::StatusOr<google::spanner::v1::PartitionResponse> partition() {
+    const int n = partition_calls_.fetch_add(1);
+    if (on_partition) {
+      if (absl::Status s = on_partition(static_cast<std::size_t>(n)); !s.ok()) return s;
+    }
+    google::spanner::v1::PartitionResponse response;
+    response.add_partitions()->set_partition_token("p0");
+    response.add_partitions()->set_partition_token("p1");
+    return response;
+  }
+  std::unique_ptr<spanner::PartialResultSetStream> stream(StreamCall call) {
+    std::size_t index;
+    {
+      std::lock_guard lock(mu_);
+      index = streams_.size();
+      streams_.push_back(call);
+    }
+    StreamScript script = on_stream ? on_stream(index, call.resume_token) : StreamScript{};
+    const bool hang = script.hang;
+    auto stream = std::make_unique<ScriptedStream>(std::move(script));
+    stream->hang_ = hang;
+    return stream;
+  }
+
   mutable std::mutex mu_;
   std::vector<Call> calls_;
+  std::vector<StreamCall> streams_;
+  std::vector<google::spanner::v1::CommitRequest> commits_;
+  std::vector<std::string> rollbacks_;
+  std::atomic<int> begins_{0};
+  std::atomic<int> begin_calls_{0};
+  std::atomic<int> partition_calls_{0};
   std::atomic<int> sessions_created_{0};
   std::atomic<int> sessions_deleted_{0};
 };

@@ -1,8 +1,11 @@
 #include "gcpstream/spanner/client/batch_write.h"
 
+#include <google/protobuf/io/coded_stream.h>
+
 #include <mutex>
 
 #include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
 #include "gcpstream/connector/status_classifier.h"
 
 namespace gcpstream::spanner {
@@ -17,16 +20,25 @@ absl::Status MarkRequestLevel(absl::Status status) {
   return status;
 }
 
-// Cancels whatever attempt step is current (session wait or call), and remembers a cancel
-// asked for before the call started.
+// Cancels the call of the current attempt step, and remembers a cancel asked for before that
+// call started. Each step (a first send, a re-send on a new session) takes a new generation, so
+// a step's cancel registered late (its call may finish before the stub returns) never replaces
+// a newer step's.
 struct CancelSlot {
   std::mutex mu;
   std::function<void()> cancel;
+  int generation = 0;
   bool cancelled = false;
-  void set(std::function<void()> c) {
+  int next_generation() {
+    std::lock_guard lock(mu);
+    cancel = nullptr;
+    return ++generation;
+  }
+  void set(int g, std::function<void()> c) {
     bool now;
     {
       std::lock_guard lock(mu);
+      if (g != generation) return;
       cancel = c;
       now = cancelled;
     }
@@ -106,21 +118,33 @@ class BatchWriteService final
       request->set_session(*session);
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
-      slot->set(stub_->async_batch_write(
-          request, std::max(std::chrono::milliseconds(1), left),
-          [this, request, deadline, replacements_left, slot, session = *session,
-           done = std::move(done)](connector::BatchCallResult result) mutable {
-            if (IsSessionNotFound(result.rpc) && result.entries.empty()) {
-              pool_->discard(session);
-              if (replacements_left > 0 && !slot->is_cancelled()) {
-                attempt(std::move(request), deadline, replacements_left - 1, slot, std::move(done));
-                return;
-              }
-            } else {
-              pool_->release(session);
-            }
-            done(std::move(result));
-          }));
+      const int generation = slot->next_generation();
+      slot->set(
+          generation,
+          stub_->async_batch_write(
+              request, std::max(std::chrono::milliseconds(1), left),
+              [this, request, deadline, replacements_left, slot, session = *session,
+               done = std::move(done)](connector::BatchCallResult result) mutable {
+                if (!IsSessionNotFound(result.rpc)) {
+                  pool_->release(session);
+                  done(std::move(result));
+                  return;
+                }
+                pool_->discard(session);
+                if (result.entries.empty() && replacements_left > 0 && !slot->is_cancelled()) {
+                  // Nothing was applied: the same request again, on a new session.
+                  attempt(std::move(request), deadline, replacements_left - 1, slot,
+                          std::move(done));
+                  return;
+                }
+                if (!result.entries.empty()) {
+                  // Lost after some groups were reported: the others are undecided, so they are
+                  // retried (on a new session) like any call that failed part-way.
+                  result.rpc = absl::UnavailableError(absl::StrCat(
+                      "the session was lost part-way through BatchWrite: ", result.rpc.message()));
+                }
+                done(std::move(result));
+              }));
     });
   }
 
@@ -131,6 +155,14 @@ class BatchWriteService final
 };
 
 }  // namespace
+
+std::int64_t GroupWireBytes(const sp::Mutation& mutation) {
+  using google::protobuf::io::CodedOutputStream;
+  const std::size_t m = mutation.ByteSizeLong();
+  // MutationGroup.mutations (tag, length, message), then BatchWriteRequest.mutation_groups.
+  const std::size_t group = 1 + CodedOutputStream::VarintSize64(m) + m;
+  return static_cast<std::int64_t>(1 + CodedOutputStream::VarintSize64(group) + group);
+}
 
 bool IsRetriedCode(absl::StatusCode code) {
   // The transient codes but CANCELLED, which only the sink's own shutdown produces here.
@@ -167,8 +199,7 @@ std::shared_ptr<BatchWriteBatcher> MakeBatchWriteBatcher(
                                           settings.session_replacements),
       std::move(s),
       [cells = std::move(cells)](const sp::Mutation& m) {
-        return std::pair<std::int64_t, std::int64_t>(static_cast<std::int64_t>(m.ByteSizeLong()),
-                                                     cells(m));
+        return std::pair<std::int64_t, std::int64_t>(GroupWireBytes(m), cells(m));
       },
       std::move(timers), std::move(listener));
 }

@@ -48,6 +48,13 @@ struct BatchWriteSettings {
   std::function<void(const absl::Status&)> on_retry;
 };
 
+// What a mutation adds to a BatchWriteRequest as its own mutation group: its serialized size
+// plus the group's and the mutation's field framing.
+std::int64_t GroupWireBytes(const google::spanner::v1::Mutation& mutation);
+// Bytes of a request that are not its groups (session name, request options, framing), kept
+// free under the service's request size limit.
+inline constexpr std::int64_t kRequestOverheadBytes = 4096;
+
 // The codes the sink retries on its own budget, per group or for the call: the service, not
 // the mutation (Spanner connector spec, "Error handling").
 bool IsRetriedCode(absl::StatusCode code);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,21 @@ namespace gcpstream::spanner {
 
 // Where production Spanner listens.
 inline constexpr char kSpannerTarget[] = "spanner.googleapis.com:443";
+
+// One streaming read call (ExecuteStreamingSql or StreamingRead), read by one thread. gRPC's
+// flow control holds the service back while the reader does not read, so a slow consumer
+// bounds what is buffered. Destroying it cancels the call if it still runs.
+class PartialResultSetStream {
+ public:
+  virtual ~PartialResultSetStream() = default;
+  // The next message; nullopt once the stream ended (then status() says how).
+  virtual std::optional<google::spanner::v1::PartialResultSet> read() = 0;
+  // How the stream ended, its gRPC code kept. Only after read() returned nullopt.
+  virtual absl::Status status() = 0;
+  // Cancels the call: a read() blocked or to come ends (status() CANCELLED, unless the stream
+  // had ended already). The one method any thread may call, at any time.
+  virtual void cancel() = 0;
+};
 
 // The seam under the Spanner data client: the RPCs it makes, asynchronously. Unit tests put a
 // fake here; the real one is the generated stub's callback API. Every `done` runs exactly once,
@@ -48,6 +64,37 @@ class SpannerStub {
 
   virtual void async_delete_session(std::string name, std::chrono::milliseconds timeout,
                                     std::function<void(absl::Status)> done) = 0;
+
+  // Transactions that write: BeginTransaction, Commit, Rollback.
+  virtual void async_begin_transaction(
+      std::shared_ptr<const google::spanner::v1::BeginTransactionRequest> request,
+      std::chrono::milliseconds timeout,
+      std::function<void(absl::StatusOr<google::spanner::v1::Transaction>)> done) = 0;
+  virtual void async_commit(
+      std::shared_ptr<const google::spanner::v1::CommitRequest> request,
+      std::chrono::milliseconds timeout,
+      std::function<void(absl::StatusOr<google::spanner::v1::CommitResponse>)> done) = 0;
+  virtual void async_rollback(std::shared_ptr<const google::spanner::v1::RollbackRequest> request,
+                              std::chrono::milliseconds timeout,
+                              std::function<void(absl::Status)> done) = 0;
+
+  // The partition tokens of a query or a read in a read-only transaction.
+  virtual void async_partition_query(
+      std::shared_ptr<const google::spanner::v1::PartitionQueryRequest> request,
+      std::chrono::milliseconds timeout,
+      std::function<void(absl::StatusOr<google::spanner::v1::PartitionResponse>)> done) = 0;
+  virtual void async_partition_read(
+      std::shared_ptr<const google::spanner::v1::PartitionReadRequest> request,
+      std::chrono::milliseconds timeout,
+      std::function<void(absl::StatusOr<google::spanner::v1::PartitionResponse>)> done) = 0;
+
+  // Streaming reads, pulled by the caller (a reader's fetch thread). Never null.
+  virtual std::unique_ptr<PartialResultSetStream> execute_streaming_sql(
+      std::shared_ptr<const google::spanner::v1::ExecuteSqlRequest> request,
+      std::chrono::milliseconds timeout) = 0;
+  virtual std::unique_ptr<PartialResultSetStream> streaming_read(
+      std::shared_ptr<const google::spanner::v1::ReadRequest> request,
+      std::chrono::milliseconds timeout) = 0;
 };
 
 std::shared_ptr<SpannerStub> MakeGrpcSpannerStub(std::shared_ptr<grpc::Channel> channel);

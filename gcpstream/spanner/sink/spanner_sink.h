@@ -1,6 +1,8 @@
 #ifndef GCPSTREAM_SPANNER_SINK_SPANNER_SINK_H_
 #define GCPSTREAM_SPANNER_SINK_SPANNER_SINK_H_
 
+#include <spdlog/spdlog.h>
+
 #include <functional>
 #include <memory>
 #include <optional>
@@ -106,6 +108,8 @@ class SpannerSink final : public Sink<T>, public LineageVertexProvider {
       GCP_RETURN_IF_ERROR(ValidateDatabaseDestination(*database_));
       GCP_RETURN_IF_ERROR(client_.validate());
       GCP_RETURN_IF_ERROR(options_.validate());
+      // Where the job is assembled, once: configurations that work but not as they seem.
+      for (const std::string& w : options_.warnings()) spdlog::warn("{}", w);
       return std::shared_ptr<SpannerSink>(new SpannerSink(*this));
     }
 

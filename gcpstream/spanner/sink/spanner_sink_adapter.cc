@@ -1,14 +1,16 @@
 #include "gcpstream/spanner/sink/spanner_sink_adapter.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/cord.h"
 #include "gcpstream/connector/await_on_mailbox.h"
 #include "gcpstream/connector/failure_router.h"
 #include "gcpstream/connector/status_classifier.h"
@@ -29,39 +31,66 @@ using connector::DatabaseDestination;
 constexpr char kAbandonedCounter[] = "spannerShutdownsAbandoned";
 // One database per sink, on one client.
 constexpr char kOneGroup[] = "spanner";
+// Marks a failure of the schema read: it fails the job whatever its code (a read that fails is
+// no record's fault, so it must never reach a failure handler).
+constexpr char kSchemaReadPayload[] = "gcpstream.dev/spanner-schema-read";
+// Attempts of the schema read on transient codes, each with the generated client's ExecuteSql
+// deadline.
+constexpr int kSchemaReadAttempts = 3;
+constexpr std::chrono::milliseconds kSchemaReadTimeout = std::chrono::seconds(30);
 constexpr std::array<absl::StatusCode, 4> kRetriedCodes = {
     absl::StatusCode::kAborted, absl::StatusCode::kUnavailable, absl::StatusCode::kDeadlineExceeded,
     absl::StatusCode::kResourceExhausted};
 
-// What the writer's gauges and the cell counter read from other threads.
+// What the writer's gauges and the cell counter read from other threads. Two locks, never held
+// together and never held while calling into a batcher: the batcher calls the cell counter
+// (weights) under its own lock, and the gauges call the batchers.
 struct Shared {
-  std::mutex mu;
+  std::mutex weights_mu;
   std::shared_ptr<const IndexWeights> weights = std::make_shared<IndexWeights>();
+  std::mutex batchers_mu;
   std::vector<std::weak_ptr<BatchWriteBatcher>> batchers;
 
   std::shared_ptr<const IndexWeights> current_weights() {
-    std::lock_guard lock(mu);
+    std::lock_guard lock(weights_mu);
     return weights;
   }
-  // {bytes, cells} of the requests being filled, and mutations waiting out a backoff.
+  void set_weights(IndexWeights w) {
+    auto next = std::make_shared<const IndexWeights>(std::move(w));
+    std::lock_guard lock(weights_mu);
+    weights = std::move(next);
+  }
+  void add(const std::shared_ptr<BatchWriteBatcher>& batcher) {
+    std::lock_guard lock(batchers_mu);
+    std::erase_if(batchers, [](const auto& w) { return w.expired(); });
+    batchers.push_back(batcher);
+  }
+  std::vector<std::shared_ptr<BatchWriteBatcher>> live() {
+    std::vector<std::weak_ptr<BatchWriteBatcher>> copy;
+    {
+      std::lock_guard lock(batchers_mu);
+      copy = batchers;
+    }
+    std::vector<std::shared_ptr<BatchWriteBatcher>> out;
+    for (const auto& w : copy) {
+      if (auto b = w.lock()) out.push_back(std::move(b));
+    }
+    return out;
+  }
+  // {bytes, cells} of the requests being filled.
   std::pair<std::int64_t, std::int64_t> buffered() {
-    std::lock_guard lock(mu);
     std::pair<std::int64_t, std::int64_t> sum{0, 0};
-    for (const auto& w : batchers) {
-      if (auto b = w.lock()) {
-        const auto [bytes, cells] = b->open_load();
-        sum.first += bytes;
-        sum.second += cells;
-      }
+    for (const auto& b : live()) {
+      const auto [bytes, cells] = b->open_load();
+      sum.first += bytes;
+      sum.second += cells;
     }
     return sum;
   }
+  // Mutations waiting out a backoff.
   std::int64_t waiting_retry() {
-    std::lock_guard lock(mu);
     std::int64_t n = 0;
-    for (const auto& w : batchers) {
-      if (auto b = w.lock()) n += b->waiting_retry();
-    }
+    for (const auto& b : live()) n += b->waiting_retry();
     return n;
   }
 };
@@ -175,7 +204,9 @@ class SpannerSinkAdapter final
     BatchWriteSettings settings;
     settings.max_cells = o.max_batch_cells;
     settings.max_mutations = o.max_batch_mutations;
-    settings.max_bytes = o.max_batch_bytes;
+    // The groups' bytes; the rest of a request stays inside the service's limit.
+    settings.max_bytes =
+        std::min(o.max_batch_bytes, SpannerWriterOptions::kMaxBatchBytes - kRequestOverheadBytes);
     if (o.rpc_priority) {
       switch (*o.rpc_priority) {
         case RpcPriority::kLow:
@@ -202,11 +233,7 @@ class SpannerSinkAdapter final
         d.resource_name(), config_.stub, pool, std::move(settings),
         [shared = shared_](const sp::Mutation& m) { return shared->current_weights()->cells(m); },
         timers_, std::move(listener));
-    {
-      std::lock_guard lock(shared_->mu);
-      std::erase_if(shared_->batchers, [](const auto& w) { return w.expired(); });
-      shared_->batchers.push_back(batcher);
-    }
+    shared_->add(batcher);
     return std::shared_ptr<connector::DestinationClient<sp::Mutation>>(
         std::make_shared<DatabaseClient>(std::move(pool), std::move(batcher)));
   }
@@ -218,13 +245,16 @@ class SpannerSinkAdapter final
   }
 
   absl::Status precheck(const DatabaseDestination& d, const sp::Mutation& m) override {
-    GCP_RETURN_IF_ERROR(ensure_weights(d));
+    if (absl::Status s = ensure_weights(d); !s.ok()) {
+      s.SetPayload(kSchemaReadPayload, absl::Cord("1"));
+      return s;
+    }
     // What no request can carry is the record's failure, known before any RPC.
-    if (const std::size_t bytes = m.ByteSizeLong();
-        bytes > static_cast<std::size_t>(SpannerWriterOptions::kMaxBatchBytes)) {
+    if (const std::int64_t bytes = GroupWireBytes(m);
+        bytes > SpannerWriterOptions::kMaxBatchBytes - kRequestOverheadBytes) {
       return absl::InvalidArgumentError(fmt::format(
-          "a mutation of {} bytes for {} is over the 104,857,600-byte request size Spanner "
-          "refuses",
+          "a mutation of {} bytes (as a mutation group) for {} cannot travel in a request under "
+          "the 104,857,600 bytes Spanner refuses",
           bytes, d.resource_name()));
     }
     if (const std::int64_t cells = shared_->current_weights()->cells(m);
@@ -238,6 +268,7 @@ class SpannerSinkAdapter final
   }
 
   connector::FailureClass classify(const absl::Status& status) const override {
+    if (status.GetPayload(kSchemaReadPayload).has_value()) return connector::FailureClass::kFatal;
     if (IsRequestLevelFailure(status)) {
       return IsRetriedCode(status.code()) ? connector::FailureClass::kTransient
                                           : connector::FailureClass::kFatal;
@@ -319,14 +350,16 @@ class SpannerSinkAdapter final
   absl::Status ensure_weights(const DatabaseDestination& d) {
     if (weights_loaded_) return absl::OkStatus();
     auto pool = pool_for(d);
-    GCP_ASSIGN_OR_RETURN(absl::StatusOr<IndexWeights> weights,
-                         connector::AwaitOnMailbox<absl::StatusOr<IndexWeights>>(
-                             mailbox_, "spanner schema read",
-                             [&](std::function<void(absl::StatusOr<IndexWeights>)> done) {
-                               ReadIndexWeights(pool, config_.stub,
-                                                config_.options.batch_write_timeout,
-                                                std::move(done));
-                             }));
+    absl::StatusOr<IndexWeights> weights = absl::UnknownError("not read");
+    for (int attempt = 1; attempt <= kSchemaReadAttempts; ++attempt) {
+      GCP_ASSIGN_OR_RETURN(
+          weights, connector::AwaitOnMailbox<absl::StatusOr<IndexWeights>>(
+                       mailbox_, "spanner schema read",
+                       [&](std::function<void(absl::StatusOr<IndexWeights>)> done) {
+                         ReadIndexWeights(pool, config_.stub, kSchemaReadTimeout, std::move(done));
+                       }));
+      if (weights.ok() || !IsRetriedCode(weights.status().code())) break;
+    }
     if (!weights.ok()) {
       if (weights.status().code() == absl::StatusCode::kNotFound) {
         return absl::NotFoundError(fmt::format(
@@ -340,8 +373,7 @@ class SpannerSinkAdapter final
                       "spanner.databases.select besides write access) failed: {}",
                       d.resource_name(), weights.status().message()));
     }
-    std::lock_guard lock(shared_->mu);
-    shared_->weights = std::make_shared<const IndexWeights>(*std::move(weights));
+    shared_->set_weights(*std::move(weights));
     weights_loaded_ = true;
     return absl::OkStatus();
   }
@@ -386,7 +418,6 @@ connector::AsyncSinkWriterSettings Settings(const SpannerWriterOptions& o) {
 
 std::unique_ptr<SpannerWriterCore> MakeSpannerWriterCore(SpannerWriterConfig config,
                                                          WriterInitContext& context) {
-  for (const std::string& w : config.options.warnings()) spdlog::warn("{}", w);
   connector::AsyncSinkWriterSettings settings = Settings(config.options);
   auto shared = std::make_shared<Shared>();
   settings.client_parked = [shared] { return shared->waiting_retry(); };

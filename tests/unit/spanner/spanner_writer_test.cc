@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "gcpstream/connector/grpc_status.h"
+#include "gcpstream/spanner/client/batch_write.h"
 #include "gcpstream/spanner/sink/index_weights.h"
 #include "gcpstream/spanner/sink/spanner_sink.h"
 #include "google/rpc/error_details.pb.h"
@@ -374,6 +375,57 @@ TEST_F(SpannerWriterTest, ALostSessionIsReplacedAndTheSameRequestReSentWithoutSp
   EXPECT_EQ(stub_->call(1).request.mutation_groups_size(), 2);
   EXPECT_LE(context_.metric("mutationsRetried"), 0) << "a session replacement is not a retry";
   ASSERT_TRUE(w->close().ok());
+}
+
+TEST_F(SpannerWriterTest, ASessionLostPartWayReSendsOnlyTheUnreportedGroups) {
+  stub_->on_batch_write = [](std::size_t call, const sp::BatchWriteRequest& r) {
+    if (call == 0) {
+      google::rpc::Status details;
+      google::rpc::ResourceInfo info;
+      info.set_resource_type("type.googleapis.com/google.spanner.v1.Session");
+      details.add_details()->PackFrom(info);
+      BatchCallResult out;
+      out.entries.emplace_back(0, absl::OkStatus());
+      out.rpc = absl::NotFoundError("Session not found");
+      out.rpc.SetPayload(connector::kRpcStatusPayload, absl::Cord(details.SerializeAsString()));
+      return out;
+    }
+    return testing::FakeSpannerStub::All(r, absl::OkStatus());
+  };
+  auto w = writer(builder());
+  ASSERT_TRUE(write_all(*w, 3).ok());
+  ASSERT_EQ(stub_->size(), 2u);
+  EXPECT_EQ(ids(1), (std::vector<std::string>{"f1", "f2"}));
+  EXPECT_NE(stub_->call(0).request.session(), stub_->call(1).request.session());
+  ASSERT_TRUE(w->close().ok());
+}
+
+TEST_F(SpannerWriterTest, AFailedSchemaReadFailsTheJobAndNeverReachesTheHandler) {
+  stub_->schema_error = absl::InvalidArgumentError("permission to select denied");
+  auto w =
+      writer(builder()
+                 .failed_mutation_handler(connector::FailureHandler::log_and_drop())
+                 .constraint_violation_policy(ConstraintViolationPolicy::kRouteToFailureHandler));
+  absl::Status s = w->write(Flight{"a", 1}, ctx_);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("INFORMATION_SCHEMA"));
+  EXPECT_LE(context_.metric("numRecordsSendErrors"), 0) << "never routed to the dropping handler";
+  EXPECT_EQ(stub_->size(), 0u);
+  (void)w->close();
+}
+
+TEST_F(SpannerWriterTest, GroupBytesAreExactlyWhatAGroupAddsToTheRequest) {
+  for (std::size_t note : {0u, 100u, 200u, 20000u}) {
+    auto m = Mutation::Insert("Flights")
+                 .Set("Id", Value::String("x"))
+                 .Set("Note", Value::String(std::string(note, 'n')))
+                 .Build();
+    ASSERT_TRUE(m.ok());
+    sp::BatchWriteRequest request;
+    *request.add_mutation_groups()->add_mutations() = m->proto();
+    EXPECT_EQ(GroupWireBytes(m->proto()), static_cast<std::int64_t>(request.ByteSizeLong()))
+        << note;
+  }
 }
 
 TEST_F(SpannerWriterTest, SkipsAreCountedAndSerializerFailuresRoutedWithoutPayload) {
