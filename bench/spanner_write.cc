@@ -61,7 +61,8 @@ std::pair<pid_t, std::string> StartStandIn(const std::string& emulator, bool app
     const char* ddl = "/tmp/gcpstream-bench-spanner.ddl";
     if (FILE* f = std::fopen(ddl, "w")) {
       std::fputs(
-          "CREATE TABLE BenchRows (Id INT64 NOT NULL, Amount FLOAT64, Note STRING(MAX)) PRIMARY KEY "
+          "CREATE TABLE BenchRows (Id INT64 NOT NULL, Amount FLOAT64, Note STRING(MAX)) PRIMARY "
+          "KEY "
           "(Id);",
           f);
       std::fclose(f);
@@ -117,7 +118,14 @@ void Raw(const std::string& endpoint, std::int64_t n) {
         if (response.status().code() != 0) ok = false;
         StartRead(&response);
       }
-      void OnDone(const grpc::Status& s) override { done(ok && s.ok()); }
+      // The call is deleted before its completion is announced, so the loop below never
+      // returns (destroying the stub) while a call is still being torn down.
+      void OnDone(const grpc::Status& s) override {
+        auto announce = std::move(done);
+        const bool succeeded = ok && s.ok();
+        delete this;
+        announce(succeeded);
+      }
     };
     auto* call = new Call();
     for (std::int64_t i = start; i < std::min(n, start + kBatch); ++i) {
@@ -130,14 +138,11 @@ void Raw(const std::string& endpoint, std::int64_t n) {
       free_sessions.pop_back();
     }
     call->ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    call->done = [call, &mu, &cv, &free_sessions, &failed](bool ok) {
-      {
-        std::lock_guard lock(mu);
-        if (!ok) ++failed;
-        free_sessions.push_back(call->request.session());
-        cv.notify_all();
-      }
-      delete call;
+    call->done = [session = call->request.session(), &mu, &cv, &free_sessions, &failed](bool ok) {
+      std::lock_guard lock(mu);
+      if (!ok) ++failed;
+      free_sessions.push_back(session);
+      cv.notify_all();
     };
     stub->async()->BatchWrite(&call->ctx, &call->request, call);
     call->StartRead(&call->response);

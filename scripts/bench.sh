@@ -8,7 +8,7 @@
 #   --quick        smaller runs and 3 repetitions (a few minutes on 2 cores); default is the
 #                  full run (5 repetitions, the C++ benchmarks' default record counts)
 #   --no-build     use the bench binaries already in the build folder
-#   --workloads    any of pubsub_publish,pubsub_pull,bigtable_write (default: all three)
+#   --workloads    any of pubsub_publish,pubsub_pull,bigtable_write,spanner_write (default: all)
 #   --scale F      multiply every record count by F (to try the script out quickly)
 #
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores), PULL_STREAMS
@@ -43,7 +43,7 @@ for tool in node npm python3 cmake; do
 done
 
 # 1. The bench binaries. pubsub_pull may not exist yet: the driver skips a missing binary.
-bench_targets=(pubsub_publish bigtable_write pubsub_pull)
+bench_targets=(pubsub_publish bigtable_write pubsub_pull spanner_write spanner_standin)
 if [ "$build" -eq 1 ]; then
   if [ ! -f "$build_dir/CMakeCache.txt" ]; then
     [ -d "$root/.deps" ] || scripts/setup.sh
@@ -75,12 +75,17 @@ cleanup() {
   for n in "${started_by_us[@]}"; do scripts/emulators.sh stop "$n" >/dev/null 2>&1 || true; done
 }
 trap cleanup EXIT
-for n in pubsub bigtable; do
+for n in pubsub bigtable spanner; do
   if ! scripts/emulators.sh status "$n" >/dev/null 2>&1; then started_by_us+=("$n"); fi
   scripts/emulators.sh start "$n"
 done
 eval "$(scripts/emulators.sh env all)"
-export BIGTABLE_EMULATOR_HOST PUBSUB_EMULATOR_HOST
+export BIGTABLE_EMULATOR_HOST PUBSUB_EMULATOR_HOST SPANNER_EMULATOR_HOST
+# spanner_write's Node peer starts the BatchWrite stand-in itself, as the C++ benchmark does.
+case "$build_dir" in
+  /*) export SPANNER_STANDIN="$build_dir/tests/spanner_standin" ;;
+  *) export SPANNER_STANDIN="$root/$build_dir/tests/spanner_standin" ;;
+esac
 
 # 3. The Node peers, exactly as locked; reinstalled only when the lock file changes.
 lock_sum="$(sha256sum "$peers_dir/package-lock.json" | cut -d' ' -f1)"
@@ -94,7 +99,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_sum" ]; then
 fi
 log "peers: $(cd "$peers_dir" && node -p '
   const p = n => require(n + "/package.json").version;
-  `@google-cloud/pubsub ${p("@google-cloud/pubsub")}, @google-cloud/bigtable ${p("@google-cloud/bigtable")}, node ${process.versions.node}`')"
+  `@google-cloud/pubsub ${p("@google-cloud/pubsub")}, @google-cloud/bigtable ${p("@google-cloud/bigtable")}, @google-cloud/spanner ${p("@google-cloud/spanner")}, node ${process.versions.node}`')"
 
 # 4. The interleaved runs and the table.
 python3 scripts/bench_compare.py --mode "$mode" --build-dir "$build_dir" \

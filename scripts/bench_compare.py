@@ -48,19 +48,23 @@ MODES = {
         "pubsub_publish": (200_000, 40_000),
         "pubsub_pull": (8_000, 1_000),
         "bigtable_write": (100_000, 20_000),
+        "spanner_write": (100_000, 20_000),
     },
     "full": {
         "repetitions": 5,
         "pubsub_publish": (500_000, 100_000),
         "pubsub_pull": (30_000, 5_000),
         "bigtable_write": (300_000, 50_000),
+        "spanner_write": (200_000, 50_000),
     },
 }
 
-UNITS = {"pubsub_publish": "msgs", "pubsub_pull": "msgs", "bigtable_write": "rows"}
+UNITS = {"pubsub_publish": "msgs", "pubsub_pull": "msgs", "bigtable_write": "rows",
+         "spanner_write": "rows"}
 COUNT_FLAG = {"pubsub_publish": "--messages", "pubsub_pull": "--messages",
-              "bigtable_write": "--rows"}
-CONNECTOR_SIDE = {"pubsub_publish": "sink", "pubsub_pull": "source", "bigtable_write": "sink"}
+              "bigtable_write": "--rows", "spanner_write": "--rows"}
+CONNECTOR_SIDE = {"pubsub_publish": "sink", "pubsub_pull": "source", "bigtable_write": "sink",
+                  "spanner_write": "sink"}
 CLIENTS = ("gcpstream", "raw", "node")
 PULL_TOPIC = "bench-pull"
 PULL_WARMUP_TOPIC = "bench-pull-warmup"  # the warm-up's subscriptions: never the measured one
@@ -371,7 +375,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--mode", choices=sorted(MODES), default="full")
     p.add_argument("--repetitions", type=int)
-    p.add_argument("--workloads", default="pubsub_publish,pubsub_pull,bigtable_write")
+    p.add_argument("--workloads",
+                   default="pubsub_publish,pubsub_pull,bigtable_write,spanner_write")
     p.add_argument("--build-dir", default=os.path.join(root, "build"))
     p.add_argument("--peers-dir", default=os.path.join(root, "bench", "peers"))
     p.add_argument("--node", default="node")

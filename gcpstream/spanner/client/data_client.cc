@@ -67,9 +67,12 @@ bool ReadCancellation::cancelled() const {
 
 bool ReadCancellation::attach(PartialResultSetStream* stream) {
   std::lock_guard lock(mu_);
+  if (cancelled_) {
+    stream->cancel();
+    return false;  // not kept: the caller drops the stream at once
+  }
   live_ = stream;
-  if (cancelled_) stream->cancel();
-  return !cancelled_;
+  return true;
 }
 
 void ReadCancellation::detach() {
