@@ -10,6 +10,7 @@
 // rows. Goal: sink >= 85 % of raw. Needs SPANNER_EMULATOR_HOST (scripts/emulators.sh).
 //
 //   build/bench/spanner_write [--rows N] [--repetitions R] [--apply] [--only sink|raw]
+//                             [--warmup W]
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -195,7 +196,9 @@ int main(int argc, char** argv) {
   bool apply = false;
   std::string only;
   app.add_option("--rows", n);
+  std::int64_t warmup = 0;
   app.add_option("--repetitions", repetitions);
+  app.add_option("--warmup", warmup, "with --only: rows written in this process before measuring");
   app.add_flag("--apply", apply, "commit every group on the emulator (slow: measures it)");
   app.add_option("--only", only, "run one side only, for profiling: sink or raw")
       ->check(CLI::IsMember({"sink", "raw"}));
@@ -210,6 +213,7 @@ int main(int argc, char** argv) {
     return sink ? Measure([&] { Sink(endpoint, count); }) : Measure([&] { Raw(endpoint, count); });
   };
   if (!only.empty()) {
+    if (warmup > 0) once(only == "sink", warmup);
     Measurement m = once(only == "sink", n);
     std::printf("%s: %.0f rows/s, %.3f CPU-s per 100k\n", only.c_str(), n / m.wall_s,
                 m.cpu_s * 100000.0 / n);
