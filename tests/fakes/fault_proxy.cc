@@ -50,24 +50,35 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
     begin();
   }
 
+  // The client's next message (or its half-close), forwarded upstream. The write hold keeps the
+  // upstream stream alive until this side is done writing to it.
   void OnReadDone(bool ok) override {
     {
       std::lock_guard lock(mu_);
-      if (upstream_ended_) return;
+      if (upstream_ended_ || upstream_reads_over_ || !write_hold_) {
+        release_write_hold_locked();
+        return;
+      }
+      if (ok) writing_ = true;
     }
     if (ok) {
       upstream_->StartWrite(&request_);
     } else {
       upstream_->StartWritesDone();
+      std::lock_guard lock(mu_);
+      release_write_hold_locked();
     }
   }
 
+  // A response reached the client: read the next one. The read hold keeps the upstream stream
+  // alive until the read flow ends.
   void OnWriteDone(bool ok) override {
-    // Not after the stream was cut or the upstream call ended: a reactor must not be used
-    // after its OnDone.
     {
       std::lock_guard lock(mu_);
-      if (!ok || upstream_ended_) return;
+      if (!ok || upstream_ended_) {
+        release_read_hold_locked();
+        return;
+      }
     }
     upstream_->StartRead(&response_);
   }
@@ -86,22 +97,39 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
     if (!started || stalled) finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
   }
 
-  void OnDone() override { release(); }
+  void OnDone() override {
+    {
+      // Nothing more will start from this side.
+      std::lock_guard lock(mu_);
+      release_write_hold_locked();
+      release_read_hold_locked();
+    }
+    release();
+  }
 
  private:
   class Upstream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
    public:
     explicit Upstream(ProxyCall* call) : call_(call) {}
     void OnWriteDone(bool ok) override {
-      if (!ok) return;
       {
         std::lock_guard lock(call_->mu_);
-        if (call_->finished_) return;
+        call_->writing_ = false;
+        if (!ok || call_->finished_ || call_->upstream_reads_over_) {
+          call_->release_write_hold_locked();
+          return;
+        }
       }
       call_->StartRead(&call_->request_);
     }
     void OnReadDone(bool ok) override {
-      if (ok) call_->on_upstream_message();
+      if (ok) return call_->on_upstream_message();
+      // The upstream sends nothing more: its call is ending. Writes still in flight finish
+      // first; then both holds go, so its OnDone (with the status) can come.
+      std::lock_guard lock(call_->mu_);
+      call_->upstream_reads_over_ = true;
+      call_->release_read_hold_locked();
+      if (!call_->writing_) call_->release_write_hold_locked();
     }
     void OnDone(const grpc::Status& status) override { call_->on_upstream_done(status); }
 
@@ -134,6 +162,14 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
     proxy_->stub(ctx_->method())
         .PrepareBidiStreamingCall(&client_ctx_, ctx_->method(), grpc::StubOptions(),
                                   upstream_.get());
+    // Writes (from this side's OnReadDone) and reads after the first (from its OnWriteDone) are
+    // started outside the upstream's own reactions, so each flow holds the upstream stream:
+    // without a hold, gRPC may finish and destroy it between a check and the call.
+    {
+      std::lock_guard lock(mu_);
+      write_hold_ = read_hold_ = true;
+    }
+    upstream_->AddMultipleHolds(2);
     upstream_->StartRead(&response_);
     upstream_->StartCall();
     StartRead(&request_);
@@ -153,6 +189,10 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
         upstream_ended_ = true;
       }
       client_ctx_.TryCancel();
+      {
+        std::lock_guard lock(mu_);
+        release_read_hold_locked();  // no more reads: the stream was cut
+      }
       finish(ToGrpc(decision_.rule.code, decision_.rule.message));
       return;
     }
@@ -164,6 +204,7 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
         upstream_ended_ = true;
         stalled_ = true;
         cancelled = cancelled_;
+        release_read_hold_locked();  // no more reads: the stream stalls
       }
       client_ctx_.TryCancel();
       if (cancelled) finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
@@ -205,6 +246,18 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
     release();
   }
 
+  // Each hold goes once; RemoveHold never runs OnDone inline, so holding mu_ here is safe.
+  void release_write_hold_locked() {
+    if (!write_hold_) return;
+    write_hold_ = false;
+    upstream_->RemoveHold();
+  }
+  void release_read_hold_locked() {
+    if (!read_hold_) return;
+    read_hold_ = false;
+    upstream_->RemoveHold();
+  }
+
   // The call is deleted when the server side and (if started) the upstream side are both done.
   void release() {
     bool last;
@@ -230,6 +283,10 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
   bool upstream_started_ = false;
   bool upstream_ended_ = false;
   bool stalled_ = false;
+  bool write_hold_ = false;  // the upstream's holds, taken in begin()
+  bool read_hold_ = false;
+  bool writing_ = false;              // a client message is being written upstream
+  bool upstream_reads_over_ = false;  // the upstream's read flow ended
 };
 
 }  // namespace
