@@ -26,6 +26,23 @@ namespace {
   throw std::invalid_argument(std::string(s.message()));
 }
 
+// The connection options every sink spec (and the dead-letter queue) carries.
+template <typename Builder, typename Spec>
+void ApplyConnection(Builder& builder, const Spec& spec) {
+  if (spec.emulator_endpoint) builder.emulator_endpoint(*spec.emulator_endpoint);
+  if (spec.service_account_key_file) {
+    builder.service_account_key_file(*spec.service_account_key_file);
+  }
+}
+
+// Builds the sink (a builder error keeps its status) and attaches it as the job's sink node.
+template <typename Builder>
+absl::Status BuildAndAttach(Builder& builder, DataStream<PipelineRecord>& stream) {
+  GCP_ASSIGN_OR_RETURN(auto built, builder.build());
+  stream.sink_to(std::move(built), kSinkNode);
+  return absl::OkStatus();
+}
+
 absl::Status AttachBigtable(const PipelineSpec& spec, const BigtableSinkSpec& sink,
                             std::shared_ptr<connector::FailureHandler> handler,
                             DataStream<PipelineRecord> stream) {
@@ -43,9 +60,7 @@ absl::Status AttachBigtable(const PipelineSpec& spec, const BigtableSinkSpec& si
       .writer_options(sink.writer_options)
       .failed_mutation_handler(std::move(handler));
   if (!sink.app_profile_id.empty()) builder.app_profile_id(sink.app_profile_id);
-  if (sink.emulator_endpoint) builder.emulator_endpoint(*sink.emulator_endpoint);
-  if (sink.service_account_key_file)
-    builder.service_account_key_file(*sink.service_account_key_file);
+  ApplyConnection(builder, sink);
   builder.create_disposition(sink.create_if_needed ? bigtable::CreateDisposition::kCreateIfNeeded
                                                    : bigtable::CreateDisposition::kCreateNever);
   if (sink.table_create_options) {
@@ -56,9 +71,7 @@ absl::Status AttachBigtable(const PipelineSpec& spec, const BigtableSinkSpec& si
     options.column_family(spec.transform.to_bigtable->family);
     builder.table_create_options(options);
   }
-  GCP_ASSIGN_OR_RETURN(auto built, builder.build());
-  stream.sink_to(std::move(built), kSinkNode);
-  return absl::OkStatus();
+  return BuildAndAttach(builder, stream);
 }
 
 absl::Status AttachPubSub(const PipelineSpec& spec, const PubSubSinkSpec& sink,
@@ -81,18 +94,14 @@ absl::Status AttachPubSub(const PipelineSpec& spec, const PubSubSinkSpec& sink,
       .create_disposition(sink.create_if_needed ? pubsub::CreateDisposition::kCreateIfNeeded
                                                 : pubsub::CreateDisposition::kCreateNever);
   if (sink.topic_create_options) builder.topic_create_options(*sink.topic_create_options);
-  if (sink.emulator_endpoint) builder.emulator_endpoint(*sink.emulator_endpoint);
-  if (sink.service_account_key_file)
-    builder.service_account_key_file(*sink.service_account_key_file);
+  ApplyConnection(builder, sink);
   if (spec.transform.to_pubsub && spec.transform.to_pubsub->ordering_key &&
       !sink.publisher_options.enable_message_ordering) {
     return absl::InvalidArgumentError(
         "transform.to_pubsub.ordering_key needs sink.publisher_options.enable_message_ordering: "
         "true (the Pub/Sub sink refuses keyed messages without it)");
   }
-  GCP_ASSIGN_OR_RETURN(auto built, builder.build());
-  stream.sink_to(std::move(built), kSinkNode);
-  return absl::OkStatus();
+  return BuildAndAttach(builder, stream);
 }
 
 absl::Status AttachCloudTasks(const PipelineSpec& spec, const CloudTasksSinkSpec& sink,
@@ -117,12 +126,8 @@ absl::Status AttachCloudTasks(const PipelineSpec& spec, const CloudTasksSinkSpec
       return key->value_or("");
     });
   }
-  if (sink.emulator_endpoint) builder.emulator_endpoint(*sink.emulator_endpoint);
-  if (sink.service_account_key_file)
-    builder.service_account_key_file(*sink.service_account_key_file);
-  GCP_ASSIGN_OR_RETURN(auto built, builder.build());
-  stream.sink_to(std::move(built), kSinkNode);
-  return absl::OkStatus();
+  ApplyConnection(builder, sink);
+  return BuildAndAttach(builder, stream);
 }
 
 absl::Status AttachSpanner(const PipelineSpec& spec, const SpannerSinkSpec& sink,
@@ -143,12 +148,8 @@ absl::Status AttachSpanner(const PipelineSpec& spec, const SpannerSinkSpec& sink
                                        ? spanner::ConstraintViolationPolicy::kRouteToFailureHandler
                                        : spanner::ConstraintViolationPolicy::kFailJob)
       .failed_mutation_handler(std::move(handler));
-  if (sink.emulator_endpoint) builder.emulator_endpoint(*sink.emulator_endpoint);
-  if (sink.service_account_key_file)
-    builder.service_account_key_file(*sink.service_account_key_file);
-  GCP_ASSIGN_OR_RETURN(auto built, builder.build());
-  stream.sink_to(std::move(built), kSinkNode);
-  return absl::OkStatus();
+  ApplyConnection(builder, sink);
+  return BuildAndAttach(builder, stream);
 }
 
 }  // namespace
@@ -187,9 +188,7 @@ absl::StatusOr<std::shared_ptr<connector::FailureHandler>> MakeFailureHandler(
       .max_in_flight_messages(spec.max_in_flight_messages)
       .flush_timeout(spec.flush_timeout)
       .shutdown_timeout(spec.shutdown_timeout);
-  if (spec.emulator_endpoint) builder.emulator_endpoint(*spec.emulator_endpoint);
-  if (spec.service_account_key_file)
-    builder.service_account_key_file(*spec.service_account_key_file);
+  ApplyConnection(builder, spec);
   GCP_ASSIGN_OR_RETURN(auto queue, builder.build());
   return connector::FailureHandler::send_to_dead_letter_queue(std::move(queue));
 }
