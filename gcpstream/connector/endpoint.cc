@@ -1,12 +1,11 @@
 #include "gcpstream/connector/endpoint.h"
 
-#include <charconv>
-
 #include <fmt/format.h>
 
-#include "gcpstream/util/absl_fmt.h"
+#include <charconv>
 
 #include "absl/status/status.h"
+#include "gcpstream/util/absl_fmt.h"
 
 namespace gcpstream::connector {
 namespace {
@@ -21,6 +20,9 @@ absl::Status Malformed(std::string_view value, std::string_view why) {
 absl::StatusOr<Endpoint> Endpoint::parse(std::string_view value) {
   std::string_view host;
   std::string_view port_text;
+  if (value.find("://") != std::string_view::npos) {
+    return Malformed(value, "it has a URL scheme; write only host:port, e.g. 127.0.0.1:9010");
+  }
   if (!value.empty() && value.front() == '[') {
     const auto close = value.find(']');
     if (close == std::string_view::npos) return Malformed(value, "unclosed '['");

@@ -17,7 +17,7 @@
 #include "absl/status/status.h"
 #include "gcpstream/connector/recovery_backoff.h"
 #include "gcpstream/connector/sink_outcome.h"
-#include "gcpstream/util/timer_thread.h"
+#include "gcpstream/util/scheduler.h"
 
 namespace gcpstream::connector {
 
@@ -115,7 +115,7 @@ class RequestBatcher : public std::enable_shared_from_this<RequestBatcher<E, R>>
   using Cost = std::function<std::pair<std::int64_t, std::int64_t>(const E&)>;
 
   RequestBatcher(std::shared_ptr<BatchService<E, R>> service, RequestBatcherSettings settings,
-                 Cost cost, std::shared_ptr<util::TimerThread> timers,
+                 Cost cost, std::shared_ptr<util::Scheduler> timers,
                  std::shared_ptr<SinkOutcomeListener<E>> listener)
       : service_(std::move(service)),
         settings_(std::move(settings)),
@@ -249,7 +249,7 @@ class RequestBatcher : public std::enable_shared_from_this<RequestBatcher<E, R>>
         }
         if (!open_) {
           open_ = new_batch_locked();
-          open_since_ = std::chrono::steady_clock::now();
+          open_since_ = timers_->now();
         }
         open_->bytes += bytes;
         open_->units += units;
@@ -382,22 +382,21 @@ class RequestBatcher : public std::enable_shared_from_this<RequestBatcher<E, R>>
         waiting_retry_[retry.get()] = retry;
         std::weak_ptr<RequestBatcher> weak = this->weak_from_this();
         Batch* key = retry.get();
-        retry_timers_[key] =
-            timers_->schedule(std::chrono::steady_clock::now() + *delay, [weak, key] {
-              auto self = weak.lock();
-              if (!self) return;
-              Later l;
-              {
-                std::lock_guard lock(self->mu_);
-                self->retry_timers_.erase(key);
-                auto it = self->waiting_retry_.find(key);
-                if (it == self->waiting_retry_.end()) return;  // failed by shutdown()
-                auto b = std::move(it->second);
-                self->waiting_retry_.erase(it);
-                self->send_locked(std::move(b), l);
-              }
-              self->run(l);
-            });
+        retry_timers_[key] = timers_->schedule(timers_->now() + *delay, [weak, key] {
+          auto self = weak.lock();
+          if (!self) return;
+          Later l;
+          {
+            std::lock_guard lock(self->mu_);
+            self->retry_timers_.erase(key);
+            auto it = self->waiting_retry_.find(key);
+            if (it == self->waiting_retry_.end()) return;  // failed by shutdown()
+            auto b = std::move(it->second);
+            self->waiting_retry_.erase(it);
+            self->send_locked(std::move(b), l);
+          }
+          self->run(l);
+        });
       }
       // What was not moved out goes back to the listener's thread to be freed there.
       later.spent = std::move(batch);
@@ -408,7 +407,7 @@ class RequestBatcher : public std::enable_shared_from_this<RequestBatcher<E, R>>
   std::shared_ptr<BatchService<E, R>> service_;
   const RequestBatcherSettings settings_;
   Cost cost_;
-  std::shared_ptr<util::TimerThread> timers_;
+  std::shared_ptr<util::Scheduler> timers_;
   std::shared_ptr<SinkOutcomeListener<E>> listener_;
 
   mutable std::mutex mu_;

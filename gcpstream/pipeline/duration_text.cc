@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -42,7 +43,7 @@ absl::StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view text) {
   }
   const double ms = value * scale;
   // Durations are kept in milliseconds as 64-bit integers: anything beyond about 292 million
-  // years would wrap, and a non-zero value below half a millisecond would read as 0 ("off").
+  // years would wrap, and a non-zero value below a millisecond would read as 0 ("off").
   if (ms >= 9.2e18) {
     return absl::InvalidArgumentError(fmt::format(
         "'{}' is too large to be a duration (the largest is about 106,000,000,000d)", s));
@@ -51,6 +52,12 @@ absl::StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view text) {
   if (rounded == 0 && value > 0) {
     return absl::InvalidArgumentError(fmt::format(
         "'{}' is below the 1ms resolution of durations: write 0 for none, or at least 1ms", s));
+  }
+  // A fraction of a millisecond would be rounded away unseen (0.5ms would run as 1ms); the
+  // tolerance only absorbs the binary representation of decimal fractions such as 0.1s.
+  if (std::fabs(ms - static_cast<double>(rounded)) > 1e-6 * std::max(1.0, ms)) {
+    return absl::InvalidArgumentError(
+        fmt::format("'{}' is not a whole number of milliseconds, the resolution of durations", s));
   }
   return std::chrono::milliseconds(rounded);
 }

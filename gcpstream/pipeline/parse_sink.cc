@@ -261,6 +261,8 @@ SpannerSinkSpec ParseSpannerSink(YamlMap& m) {
       w.integer("max_in_flight_mutations", o.max_in_flight_mutations, kCount);
   o.max_in_flight_bytes = w.integer("max_in_flight_bytes", o.max_in_flight_bytes, kBytes);
   o.max_sessions = static_cast<int>(w.integer("max_sessions", o.max_sessions, IntRange{1, 1000}));
+  o.max_consecutive_rejections = static_cast<int>(w.integer(
+      "max_consecutive_rejections", o.max_consecutive_rejections, IntRange::int32_from(-1)));
   o.stall_warning_interval =
       w.duration("stall_warning_interval", o.stall_warning_interval, kTimeout);
   o.shutdown_timeout = w.duration("shutdown_timeout", o.shutdown_timeout, kTimeout);

@@ -2,7 +2,9 @@
 #include <fmt/format.h>
 
 #include <limits>
+#include <set>
 
+#include "absl/strings/ascii.h"
 #include "gcpstream/pipeline/cell_timestamp.h"
 #include "gcpstream/pipeline/internal/spec_sections.h"
 #include "gcpstream/pipeline/record_template.h"
@@ -153,10 +155,21 @@ SpannerMappingSpec ParseSpannerMapping(YamlMap& parent) {
              "required: a mapping of column: field (or template), or column: {value, type}; at "
              "least one");
   } else {
+    // Spanner compares column names without regard to case.
+    std::set<std::string> seen;
     for (auto it = columns.begin(); it != columns.end(); ++it) {
       SpannerMappingSpec::Column column;
       column.name = it->first.Scalar();
       const std::string column_path = path + "." + column.name;
+      if (column.name.empty() || column.name.size() > 128) {
+        ctx.fail(it->first.Mark(), column_path, "a Spanner column name has 1 to 128 characters");
+        continue;
+      }
+      if (!seen.insert(absl::AsciiStrToLower(column.name)).second) {
+        ctx.fail(it->first.Mark(), column_path,
+                 "names a column already mapped: Spanner column names are case-insensitive");
+        continue;
+      }
       if (it->second.IsMap()) {
         YamlMap c(ctx, it->second, column_path);
         column.value = CheckedTemplate(c, "value", true);

@@ -1,6 +1,7 @@
 #include "gcpstream/pipeline/pipeline_job.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <stdexcept>
 
@@ -135,6 +136,15 @@ absl::Status AttachSpanner(const PipelineSpec& spec, const SpannerSinkSpec& sink
                            DataStream<PipelineRecord> stream) {
   GCP_ASSIGN_OR_RETURN(SpannerMutationMapper mapper,
                        SpannerMutationMapper::make(*spec.transform.to_spanner));
+  if (spec.transform.to_spanner->operation == "insert" &&
+      spec.failure_handler.kind == FailureHandlerSpec::Kind::kFail) {
+    spdlog::warn(
+        "to_spanner.operation is insert and failure_handler is fail: BatchWrite is not "
+        "replay-protected, so a row written again (after a restore, or a retry whose answer was "
+        "lost) is refused ALREADY_EXISTS and fails the job, and a restore past such a row never "
+        "succeeds. Use insert_or_update or replace, or a failure handler that keeps those "
+        "refusals (log_and_drop, dead_letter)");
+  }
   auto builder = spanner::SpannerSink<PipelineRecord>::builder();
   builder.database(connector::DatabaseDestination::of(sink.project, sink.instance, sink.database))
       .serializer(

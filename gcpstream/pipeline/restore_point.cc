@@ -29,7 +29,8 @@ absl::StatusOr<RestoreChoice> ChooseRestorePoint(const std::string& checkpoint_d
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(savepoint_dir, ec)) {
     std::error_code inner;
-    if (entry.is_directory(inner) && !fs::exists(entry.path() / "_metadata", inner)) {
+    if (entry.is_directory(inner) &&
+        !fs::exists(fs::symlink_status(entry.path() / "_metadata", inner))) {
       choice.incomplete.push_back(entry.path().string());
     }
   }

@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 
+#include "absl/strings/escaping.h"
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/util/absl_fmt.h"
 
@@ -31,9 +33,13 @@ absl::StatusOr<Value> FromText(sp::TypeCode type, const std::string& text) {
       if (text == "NaN") return Value::Float64(std::nan(""));
       if (text == "Infinity") return Value::Float64(INFINITY);
       if (text == "-Infinity") return Value::Float64(-INFINITY);
+      // Decimal only, as INT64 and NUMERIC: strtod alone would also take leading blanks and
+      // hexadecimal ("0x1p3").
+      const bool decimal = !text.empty() && text.find_first_of("xX") == std::string::npos &&
+                           std::isspace(static_cast<unsigned char>(text.front())) == 0;
       char* end = nullptr;
-      const double v = std::strtod(text.c_str(), &end);
-      if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v)) {
+      const double v = decimal ? std::strtod(text.c_str(), &end) : 0;
+      if (!decimal || end != text.c_str() + text.size() || !std::isfinite(v)) {
         return absl::InvalidArgumentError(fmt::format(
             "'{}' is not a finite number (or NaN, Infinity, -Infinity)", text.substr(0, 64)));
       }
@@ -48,8 +54,16 @@ absl::StatusOr<Value> FromText(sp::TypeCode type, const std::string& text) {
       return Value::Numeric(text);
     case sp::JSON:
       return Value::Json(text);
-    case sp::BYTES:
-      return Value::Bytes(text);
+    case sp::BYTES: {
+      // The text is the wire form, base64; the value is re-encoded in Spanner's padded form.
+      std::string raw;
+      if (!absl::Base64Unescape(text, &raw)) {
+        return absl::InvalidArgumentError(
+            fmt::format("'{}' is not base64 (a BYTES column takes its value base64-encoded)",
+                        text.substr(0, 64)));
+      }
+      return Value::Bytes(raw);
+    }
     case sp::DATE:
     case sp::TIMESTAMP: {
       google::protobuf::Value wire;
@@ -109,8 +123,9 @@ absl::StatusOr<Value> SpannerMutationMapper::value_of(const Column& c,
     auto it = record.fields.find(c.single_field);
     if (it != record.fields.end()) {
       if (it->is_null()) return Value::Null(spanner::MakeType(c.type));
-      // A structured field is its JSON; every other value is read from its text.
-      if (c.type == sp::JSON) return Value::Json(it->dump());
+      // An object or array is its JSON; every other value is read from its text, so a string
+      // under JSON must hold a JSON document (CSV fields are all strings).
+      if (c.type == sp::JSON && it->is_structured()) return Value::Json(it->dump());
     }
   }
   GCP_ASSIGN_OR_RETURN(std::string text, c.value.render(record));

@@ -233,8 +233,12 @@ std::optional<std::string> YamlMap::optional_string(const std::string& key) {
 std::string YamlMap::required_string(const std::string& key) {
   auto v = scalar(key, "a string");
   note(key, v.value_or(""), "required", v.has_value());
+  if (v && v->empty()) {
+    ctx_.fail(get(key).Mark(), key_path(key), "is empty; a value is required");
+    return "";
+  }
   // Reported by finish(), after unknown keys: a misspelt key is the better explanation.
-  if (!v || v->empty()) missing_.push_back(key);
+  if (!v) missing_.push_back(key);
   return v.value_or("");
 }
 

@@ -101,9 +101,37 @@ proto::CheckpointingMode ToProto(CheckpointingMode mode) {
   return mode == CheckpointingMode::kExactlyOnce ? proto::EXACTLY_ONCE : proto::AT_LEAST_ONCE;
 }
 
+// Whether anything is named _metadata (a dangling symlink included): a checkpoint whose
+// _metadata is not a readable regular file is damaged, not one still being written.
 bool HasMetadata(const fs::path& dir) {
   std::error_code ec;
-  return fs::is_regular_file(dir / kMetadata, ec);
+  return fs::exists(fs::symlink_status(dir / kMetadata, ec));
+}
+
+// A checkpoint's metadata lists its state files; even a job of thousands of subtasks writes a
+// few MiB. Anything larger is damage, refused before it is read into memory.
+constexpr std::uintmax_t kMaxMetadataBytes = 64ULL << 20;
+
+// The bytes of `dir`'s _metadata; DATA_LOSS when it is not a regular file (a directory, a FIFO
+// that would block the read, a device) or is larger than any metadata can be.
+absl::StatusOr<std::string> ReadMetadata(const fs::path& dir) {
+  const fs::path path = dir / kMetadata;
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::status(path, ec))) {
+    return absl::DataLossError(fmt::format(
+        "{} is not a regular file, so the checkpoint is damaged; restore from another one",
+        path.string()));
+  }
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (ec) {
+    return absl::DataLossError(fmt::format("cannot size {}: {}", path.string(), ec.message()));
+  }
+  if (size > kMaxMetadataBytes) {
+    return absl::DataLossError(
+        fmt::format("{} is corrupt: {} bytes, more than the {} any checkpoint metadata takes",
+                    path.string(), size, kMaxMetadataBytes));
+  }
+  return ReadFile(path.string());
 }
 
 // chk-<n> -> n, or -1.
@@ -197,7 +225,7 @@ absl::StatusOr<CompletedCheckpoint> CheckpointStorage::read(const std::string& d
     return absl::NotFoundError(
         fmt::format("{} is not a complete checkpoint (it has no {} file)", dir, kMetadata));
   }
-  GCP_ASSIGN_OR_RETURN(std::string bytes, ReadFile(dir + "/" + kMetadata));
+  GCP_ASSIGN_OR_RETURN(std::string bytes, ReadMetadata(dir));
   proto::CheckpointMetadata metadata;
   if (bytes.empty() || !metadata.ParseFromString(bytes) || metadata.format_version() == 0) {
     // Every version this code ever wrote is >= 1: an empty or versionless file is damage, not
@@ -374,7 +402,7 @@ std::vector<std::string> CheckpointStorage::list_restore_points(const std::strin
     // first, so that read() reports the damage instead of an older one being taken silently.
     Candidate c{std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::max(),
                 dir};
-    auto bytes = ReadFile((dir / kMetadata).string());
+    auto bytes = ReadMetadata(dir);
     proto::CheckpointMetadata metadata;
     if (bytes.ok() && !bytes->empty() && metadata.ParseFromString(*bytes) &&
         metadata.format_version() != 0) {

@@ -443,6 +443,9 @@ absl::StatusOr<std::unique_ptr<CloudTasksFake>> CloudTasksFake::Start(CloudTasks
   fake->service_ = std::make_unique<Service>(fake->state_);
   grpc::ServerBuilder builder;
   int bound = 0;
+  // gRPC listens with SO_REUSEPORT by default, so a second copy started on a port in use
+  // would share it silently and take some of the calls: refuse the port instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(fmt::format("{}:{}", host, port), grpc::InsecureServerCredentials(),
                            &bound);
   builder.RegisterService(fake->service_.get());
@@ -452,7 +455,7 @@ absl::StatusOr<std::unique_ptr<CloudTasksFake>> CloudTasksFake::Start(CloudTasks
   fake->server_ = builder.BuildAndStart();
   if (!fake->server_ || bound == 0) {
     return absl::UnavailableError(
-        fmt::format("the Cloud Tasks fake could not listen on {}:{}", host, port));
+        fmt::format("the Cloud Tasks fake could not listen on {}:{} (is it in use?)", host, port));
   }
   fake->endpoint_ = fmt::format("{}:{}", host, bound);
   return fake;

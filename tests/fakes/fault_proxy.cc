@@ -311,13 +311,17 @@ absl::StatusOr<std::unique_ptr<FaultProxy>> FaultProxy::start(const std::string&
   proxy->stub_ = std::make_unique<grpc::GenericStub>(proxy->upstream_);
   proxy->service_ = std::make_unique<Service>(proxy.get());
   grpc::ServerBuilder builder;
+  // gRPC listens with SO_REUSEPORT by default, so a second copy started on a port in use
+  // would share it silently and take some of the calls: refuse the port instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(fmt::format("127.0.0.1:{}", port), grpc::InsecureServerCredentials(),
                            &proxy->port_);
   builder.SetMaxReceiveMessageSize(-1);
   builder.RegisterCallbackGenericService(proxy->service_.get());
   proxy->server_ = builder.BuildAndStart();
   if (!proxy->server_ || proxy->port_ == 0) {
-    return absl::UnavailableError(fmt::format("fault proxy could not listen on port {}", port));
+    return absl::UnavailableError(
+        fmt::format("fault proxy could not listen on port {} (is it in use?)", port));
   }
   return proxy;
 }

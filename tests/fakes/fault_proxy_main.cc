@@ -3,8 +3,8 @@
 //   fault_proxy --upstream 127.0.0.1:8086 --listen 9086
 //       --rule 'method=MutateRows,action=status,code=INVALID_ARGUMENT,nth=1'
 //
-// Rule keys: method, action (status|forward_then_fail|delay|hang|cut), code (a gRPC code name),
-// nth, fraction, times, delay_ms, cut_after, message. Runs until interrupted.
+// Rule keys: method, action (status|forward_then_fail|delay|hang|cut|stall), code (a gRPC code
+// name), nth, fraction, times, delay_ms, cut_after, message. Runs until interrupted.
 #include <csignal>
 #include <cstdio>
 #include <map>
@@ -35,7 +35,8 @@ bool ParseRule(const std::string& text, gcpstream::testing::FaultRule* rule, std
                                             {"forward_then_fail", A::kForwardThenFail},
                                             {"delay", A::kDelay},
                                             {"hang", A::kHang},
-                                            {"cut", A::kCutStream}};
+                                            {"cut", A::kCutStream},
+                                            {"stall", A::kStallStream}};
   std::stringstream in(text);
   for (std::string item; std::getline(in, item, ',');) {
     const auto eq = item.find('=');
@@ -97,7 +98,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> rules;
   app.add_option("--upstream", upstream, "host:port of the real server")->required();
   app.add_option("--listen", listen, "port to listen on (0: any)");
-  app.add_option("--rule", rules, "a fault rule (repeatable)");
+  app.add_option("--rule", rules,
+                 "a fault rule (repeatable): key=value pairs separated by commas. Keys: method, "
+                 "action (status|forward_then_fail|delay|hang|cut|stall), code (a gRPC code "
+                 "name), nth, fraction, times, delay_ms, cut_after, message");
   CLI11_PARSE(app, argc, argv);
   auto proxy = gcpstream::testing::FaultProxy::start(upstream, listen);
   if (!proxy.ok()) {

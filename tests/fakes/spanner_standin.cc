@@ -59,6 +59,9 @@ absl::StatusOr<std::unique_ptr<SpannerStandIn>> SpannerStandIn::start(const std:
   standin->service_ = std::make_unique<Service>(standin.get());
   grpc::ServerBuilder builder;
   int batch_write_port = 0;
+  // gRPC listens with SO_REUSEPORT by default, so a second copy started on a port in use
+  // would share it silently and take some of the calls: refuse the port instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &batch_write_port);
   // Large enough to receive, and then refuse as the service does, a request over 100 MiB.
   builder.SetMaxReceiveMessageSize(-1);

@@ -71,14 +71,16 @@ int CreateDatabase(const std::string& emulator, const std::string& name,
       grpc::CreateChannel(emulator, grpc::InsecureChannelCredentials()));
   absl::Status s = admin.CreateInstance(db.project, db.instance);
   if (!s.ok() && s.code() != absl::StatusCode::kAlreadyExists) {
-    std::fprintf(stderr, "spanner_standin: creating the instance: %s\n", s.ToString(absl::StatusToStringMode::kWithNoExtraData).c_str());
+    std::fprintf(stderr, "spanner_standin: creating the instance: %s\n",
+                 s.ToString(absl::StatusToStringMode::kWithNoExtraData).c_str());
     return 1;
   }
   s = admin.CreateDatabase(db, dialect, ddl);
   if (s.code() == absl::StatusCode::kAlreadyExists) {
     std::printf("spanner_standin: database %s exists; kept as it is\n", name.c_str());
   } else if (!s.ok()) {
-    std::fprintf(stderr, "spanner_standin: creating the database: %s\n", s.ToString(absl::StatusToStringMode::kWithNoExtraData).c_str());
+    std::fprintf(stderr, "spanner_standin: creating the database: %s\n",
+                 s.ToString(absl::StatusToStringMode::kWithNoExtraData).c_str());
     return 1;
   } else {
     std::printf("spanner_standin: created %s (%zu DDL statements)\n", name.c_str(), ddl.size());
@@ -114,8 +116,9 @@ int main(int argc, char** argv) {
   app.add_option("--fail-group-every", fail_every,
                  "every Nth mutation group answers --fail-code instead of being applied (0: none)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--fail-code", fail_code, "the status --fail-group-every reports")
-      ->check(CLI::IsMember(codes));
+  auto* fail_code_option =
+      app.add_option("--fail-code", fail_code, "the status --fail-group-every reports")
+          ->check(CLI::IsMember(codes));
   app.add_option("--cut-after", cut_after,
                  "every BatchWrite stream ends UNAVAILABLE after this many group results")
       ->check(CLI::NonNegativeNumber);
@@ -134,6 +137,10 @@ int main(int argc, char** argv) {
   app.add_option("--dialect", dialect, "dialect of --database")
       ->check(CLI::IsMember({"GOOGLE_STANDARD_SQL", "POSTGRESQL"}));
   CLI11_PARSE(app, argc, argv);
+  if (fail_code_option->count() > 0 && fail_every == 0) {
+    std::fprintf(stderr, "spanner_standin: --fail-code needs --fail-group-every N (N >= 1)\n");
+    return 2;
+  }
   if (!ddl_file.empty() && database.empty()) {
     std::fprintf(stderr, "spanner_standin: --ddl-file needs --database\n");
     return 2;

@@ -91,6 +91,16 @@ class FaultProxyTest : public ::testing::Test {
   std::string table_id_;
 };
 
+// gRPC listens with SO_REUSEPORT unless told otherwise: a second proxy on the same port would
+// start "fine" and take some of the first one's calls. It must refuse the port instead.
+TEST_F(FaultProxyTest, RefusesAPortAlreadyInUse) {
+  const std::string endpoint = proxy_->endpoint();
+  const int port = std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
+  auto second = FaultProxy::start(EmulatorEndpoint(Emulator::kBigtable), port);
+  ASSERT_FALSE(second.ok()) << "a second proxy shares port " << port;
+  EXPECT_NE(second.status().message().find("in use"), std::string::npos) << second.status();
+}
+
 TEST_F(FaultProxyTest, PassesCallsThroughUnchanged) {
   int entry_code = -1;
   grpc::Status s = Write(*via_proxy_, "row-1", &entry_code);

@@ -63,11 +63,13 @@ class BatchWriteService final
     : public connector::BatchService<sp::Mutation, sp::BatchWriteRequest> {
  public:
   BatchWriteService(std::shared_ptr<SpannerStub> stub, std::shared_ptr<SessionPool> pool,
-                    sp::RequestOptions::Priority priority, int session_replacements)
+                    sp::RequestOptions::Priority priority, int session_replacements,
+                    std::shared_ptr<util::Scheduler> clock)
       : stub_(std::move(stub)),
         pool_(std::move(pool)),
         priority_(priority),
-        session_replacements_(session_replacements) {}
+        session_replacements_(session_replacements),
+        clock_(std::move(clock)) {}
 
   std::shared_ptr<sp::BatchWriteRequest> new_request() override {
     auto request = std::make_shared<sp::BatchWriteRequest>();
@@ -88,7 +90,7 @@ class BatchWriteService final
                              std::chrono::milliseconds timeout,
                              std::function<void(connector::BatchCallResult)> done) override {
     auto slot = std::make_shared<CancelSlot>();
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    const auto deadline = clock_->now() + timeout;
     attempt(std::move(request), deadline, session_replacements_, slot, std::move(done));
     return [slot] { slot->fire(); };
   }
@@ -116,8 +118,8 @@ class BatchWriteService final
         return;
       }
       request->set_session(*session);
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_->now());
       const int generation = slot->next_generation();
       slot->set(
           generation,
@@ -152,6 +154,8 @@ class BatchWriteService final
   std::shared_ptr<SessionPool> pool_;
   const sp::RequestOptions::Priority priority_;
   const int session_replacements_;
+  // The clock the per-attempt deadline is read on (the batcher's scheduler).
+  const std::shared_ptr<util::Scheduler> clock_;
 };
 
 }  // namespace
@@ -176,7 +180,7 @@ bool IsRequestLevelFailure(const absl::Status& status) {
 std::shared_ptr<BatchWriteBatcher> MakeBatchWriteBatcher(
     std::string database, std::shared_ptr<SpannerStub> stub, std::shared_ptr<SessionPool> pool,
     BatchWriteSettings settings, std::function<std::int64_t(const sp::Mutation&)> cells,
-    std::shared_ptr<util::TimerThread> timers,
+    std::shared_ptr<util::Scheduler> timers,
     std::shared_ptr<connector::SinkOutcomeListener<sp::Mutation>> listener) {
   (void)database;  // the session names the database
   connector::RequestBatcherSettings s;
@@ -196,7 +200,7 @@ std::shared_ptr<BatchWriteBatcher> MakeBatchWriteBatcher(
   s.on_retry = settings.on_retry;
   return std::make_shared<BatchWriteBatcher>(
       std::make_shared<BatchWriteService>(std::move(stub), std::move(pool), settings.priority,
-                                          settings.session_replacements),
+                                          settings.session_replacements, timers),
       std::move(s),
       [cells = std::move(cells)](const sp::Mutation& m) {
         return std::pair<std::int64_t, std::int64_t>(GroupWireBytes(m), cells(m));

@@ -13,7 +13,7 @@
 #include "gcpstream/connector/request_batcher.h"
 #include "gcpstream/spanner/client/session_pool.h"
 #include "gcpstream/spanner/client/spanner_stub.h"
-#include "gcpstream/util/timer_thread.h"
+#include "gcpstream/util/scheduler.h"
 #include "google/spanner/v1/spanner.pb.h"
 
 namespace gcpstream::spanner {
@@ -70,7 +70,7 @@ std::shared_ptr<BatchWriteBatcher> MakeBatchWriteBatcher(
     std::string database, std::shared_ptr<SpannerStub> stub, std::shared_ptr<SessionPool> pool,
     BatchWriteSettings settings,
     std::function<std::int64_t(const google::spanner::v1::Mutation&)> cells,
-    std::shared_ptr<util::TimerThread> timers,
+    std::shared_ptr<util::Scheduler> timers,
     std::shared_ptr<connector::SinkOutcomeListener<google::spanner::v1::Mutation>> listener);
 
 }  // namespace gcpstream::spanner

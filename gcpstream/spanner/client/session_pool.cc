@@ -5,7 +5,7 @@
 namespace gcpstream::spanner {
 
 SessionPool::SessionPool(std::string database, std::shared_ptr<SpannerStub> stub,
-                         std::shared_ptr<util::TimerThread> timers, SessionPoolOptions options)
+                         std::shared_ptr<util::Scheduler> timers, SessionPoolOptions options)
     : database_(std::move(database)),
       stub_(std::move(stub)),
       timers_(std::move(timers)),
@@ -77,7 +77,7 @@ void SessionPool::on_created(absl::StatusOr<std::vector<std::string>> names) {
           waiters_.pop_front();
           later.push_back([w = std::move(w), name] { w(name); });
         } else {
-          idle_.emplace_back(name, std::chrono::steady_clock::now());
+          idle_.emplace_back(name, timers_->now());
         }
       }
       arm_keep_alive_locked();
@@ -101,7 +101,7 @@ void SessionPool::release(const std::string& session) {
       waiters_.pop_front();
       later.push_back([w = std::move(w), session] { w(session); });
     } else {
-      idle_.emplace_back(session, std::chrono::steady_clock::now());
+      idle_.emplace_back(session, timers_->now());
     }
   }
   for (auto& f : later) f();
@@ -120,10 +120,9 @@ void SessionPool::discard(const std::string&) {
 void SessionPool::arm_keep_alive_locked() {
   if (keep_alive_timer_ || shut_down_) return;
   std::weak_ptr<SessionPool> weak = weak_from_this();
-  keep_alive_timer_ = timers_->schedule(
-      std::chrono::steady_clock::now() + options_.keep_alive_interval / 2, [weak] {
-        if (auto self = weak.lock()) self->keep_alive();
-      });
+  keep_alive_timer_ = timers_->schedule(timers_->now() + options_.keep_alive_interval / 2, [weak] {
+    if (auto self = weak.lock()) self->keep_alive();
+  });
 }
 
 void SessionPool::keep_alive() {
@@ -132,7 +131,7 @@ void SessionPool::keep_alive() {
     std::lock_guard lock(mu_);
     keep_alive_timer_.reset();
     if (shut_down_) return;
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = timers_->now();
     // Idle sessions are oldest first: take those idle for a whole interval out of the pool
     // while they are pinged.
     while (!idle_.empty() && now - idle_.front().second >= options_.keep_alive_interval) {

@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "gcpstream/spanner/client/spanner_stub.h"
-#include "gcpstream/util/timer_thread.h"
+#include "gcpstream/util/scheduler.h"
 
 namespace gcpstream::spanner {
 
@@ -33,7 +33,7 @@ struct SessionPoolOptions {
 class SessionPool : public std::enable_shared_from_this<SessionPool> {
  public:
   SessionPool(std::string database, std::shared_ptr<SpannerStub> stub,
-              std::shared_ptr<util::TimerThread> timers, SessionPoolOptions options = {});
+              std::shared_ptr<util::Scheduler> timers, SessionPoolOptions options = {});
   ~SessionPool();
 
   // Hands a session to `done` (possibly at once, on the caller's thread), or the error of
@@ -64,7 +64,7 @@ class SessionPool : public std::enable_shared_from_this<SessionPool> {
 
   const std::string database_;
   std::shared_ptr<SpannerStub> stub_;
-  std::shared_ptr<util::TimerThread> timers_;
+  std::shared_ptr<util::Scheduler> timers_;
   const SessionPoolOptions options_;
 
   mutable std::mutex mu_;

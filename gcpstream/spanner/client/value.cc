@@ -297,6 +297,29 @@ absl::Status Check(const sp::Type& type, const ProtoValue& v, int depth) {
   }
 }
 
+// Rewrites, in place, what Check accepts but Spanner refuses in a mutation: a TIMESTAMP with a
+// UTC offset, a lowercase 't'/'z' or a space for the 'T' becomes the same instant in the
+// canonical UTC form FormatTimestamp writes (the emulator answers FAILED_PRECONDITION to
+// "+01:00"). `value` passed Check.
+void Canonicalize(const sp::Type& type, ProtoValue& value) {
+  if (value.kind_case() == ProtoValue::kNullValue) return;
+  if (type.code() == sp::TIMESTAMP) {
+    if (value.string_value() == kCommitTimestamp) return;
+    if (absl::StatusOr<absl::Time> t = ParseTimestamp(value.string_value()); t.ok()) {
+      value.set_string_value(FormatTimestamp(*t));
+    }
+  } else if (type.code() == sp::ARRAY) {
+    for (auto& element : *value.mutable_list_value()->mutable_values()) {
+      Canonicalize(type.array_element_type(), element);
+    }
+  } else if (type.code() == sp::STRUCT) {
+    const auto& fields = type.struct_type().fields();
+    for (int i = 0; i < fields.size(); ++i) {
+      Canonicalize(fields[i].type(), *value.mutable_list_value()->mutable_values(i));
+    }
+  }
+}
+
 }  // namespace
 
 std::string_view DialectName(Dialect dialect) {
@@ -447,6 +470,7 @@ absl::StatusOr<Value> Value::Struct(std::vector<std::pair<std::string, Value>> f
 
 absl::StatusOr<Value> Value::FromProto(Type type, ProtoValue value) {
   if (auto s = Check(type, value, 0); !s.ok()) return s;
+  Canonicalize(type, value);
   return Value(std::move(type), std::move(value));
 }
 

@@ -81,9 +81,11 @@ class Value {
   // A struct with named (possibly empty-named) fields in order.
   static absl::StatusOr<Value> Struct(std::vector<std::pair<std::string, Value>> fields);
 
-  // A value read from the wire, checked against its type as the factories check.
-  // INVALID_ARGUMENT naming the type and what is wrong; UNIMPLEMENTED for a type this client
-  // does not model (PROTO, ENUM, INTERVAL, UUID).
+  // A value read from the wire, checked against its type as the factories check. A TIMESTAMP
+  // with a UTC offset (or 't', 'z', a space for 'T') is kept as the same instant in the
+  // canonical UTC form, the only one Spanner takes in a mutation. INVALID_ARGUMENT naming the type
+  // and what is wrong; UNIMPLEMENTED for a type this client does not model (PROTO, ENUM, INTERVAL,
+  // UUID).
   static absl::StatusOr<Value> FromProto(Type type, google::protobuf::Value value);
 
   const Type& type() const { return type_; }

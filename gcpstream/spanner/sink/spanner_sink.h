@@ -22,6 +22,7 @@
 #include "gcpstream/spanner/client/mutation.h"
 #include "gcpstream/spanner/sink/spanner_sink_adapter.h"
 #include "gcpstream/spanner/sink/spanner_writer_options.h"
+#include "gcpstream/util/scheduler.h"
 
 namespace gcpstream::spanner {
 
@@ -88,13 +89,18 @@ class SpannerSink final : public Sink<T>, public LineageVertexProvider {
       note(client_.set_emulator_endpoint(host_port));
       return *this;
     }
-    // Tests: the stub to write through instead of a gRPC client, and the jitter source.
+    // Tests: the stub to write through instead of a gRPC client, the jitter source (values in
+    // [0, 1]; 0.5 is no jitter) and the clock with its timers (default: real time).
     Builder& stub(std::shared_ptr<SpannerStub> stub) {
       stub_ = std::move(stub);
       return *this;
     }
     Builder& uniform01(std::function<double()> uniform01) {
       uniform01_ = std::move(uniform01);
+      return *this;
+    }
+    Builder& scheduler(std::shared_ptr<util::Scheduler> scheduler) {
+      scheduler_ = std::move(scheduler);
       return *this;
     }
 
@@ -126,6 +132,7 @@ class SpannerSink final : public Sink<T>, public LineageVertexProvider {
     connector::ClientOptions client_;
     std::shared_ptr<SpannerStub> stub_;
     std::function<double()> uniform01_;
+    std::shared_ptr<util::Scheduler> scheduler_;
     absl::Status error_;
   };
 
@@ -138,6 +145,7 @@ class SpannerSink final : public Sink<T>, public LineageVertexProvider {
     config.constraint_violation_policy = b_.policy_;
     config.failure_handler = b_.handler_ ? b_.handler_ : connector::FailureHandler::fail_job();
     config.uniform01 = b_.uniform01_;
+    config.scheduler = b_.scheduler_;
     if (b_.stub_) {
       config.stub = b_.stub_;
     } else {

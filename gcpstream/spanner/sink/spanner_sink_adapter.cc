@@ -163,7 +163,7 @@ class SpannerSinkAdapter final
                      std::shared_ptr<Shared> shared)
       : config_(std::move(config)),
         mailbox_(context.mailbox_executor()),
-        timers_(std::make_shared<util::TimerThread>()),
+        timers_(config_.scheduler ? config_.scheduler : std::make_shared<util::TimerThread>()),
         shared_(std::move(shared)),
         retried_mutations_(context.metric_group().counter("mutationsRetried")) {
     for (auto code : kRetriedCodes) {
@@ -286,6 +286,22 @@ class SpannerSinkAdapter final
 
   absl::Status fatal_failure(const DatabaseDestination& d,
                              const absl::Status& cause) const override {
+    if (IsRequestLevelFailure(cause) && IsRetriedCode(cause.code())) {
+      return absl::Status(
+          cause.code(),
+          fmt::format("BatchWrite to {} still failed as a whole after {} attempts of up to "
+                      "batch_write_timeout ({} ms) each: {}. Its mutations have no outcome of "
+                      "their own, so the job fails rather than drop them",
+                      d.resource_name(), config_.options.retry_max_attempts,
+                      config_.options.batch_write_timeout.count(), cause.message()));
+    }
+    if (IsRequestLevelFailure(cause) && cause.code() == absl::StatusCode::kUnimplemented) {
+      return absl::UnimplementedError(fmt::format(
+          "BatchWrite to {} is not implemented by the endpoint ({}). The Spanner emulator has "
+          "no BatchWrite: to write through it, start the BatchWrite stand-in in front of it "
+          "and point emulator_endpoint at the stand-in (docs/spanner.md, \"the stand-in\")",
+          d.resource_name(), cause.message().empty() ? "no detail" : cause.message()));
+    }
     if (IsRequestLevelFailure(cause)) {
       return absl::Status(
           cause.code(),
@@ -380,7 +396,7 @@ class SpannerSinkAdapter final
 
   SpannerWriterConfig config_;
   MailboxExecutor& mailbox_;
-  std::shared_ptr<util::TimerThread> timers_;
+  std::shared_ptr<util::Scheduler> timers_;
   std::shared_ptr<Shared> shared_;
   Counter& retried_mutations_;
   std::array<Counter*, 17> retried_{};
@@ -405,8 +421,7 @@ connector::AsyncSinkWriterSettings Settings(const SpannerWriterOptions& o) {
   s.progress.connector = "Spanner";
   s.progress.completion = "BatchWrite";
   s.progress.stall_warning_interval = o.stall_warning_interval;
-  // The Spanner connector has no bound on consecutive refusals.
-  s.max_consecutive_rejections = -1;
+  s.max_consecutive_rejections = o.max_consecutive_rejections;
   s.shutdown_timeout = o.shutdown_timeout;
   s.abandoned_counter = kAbandonedCounter;
   // Every mutation is its own mutation group, so each verdict is about that record alone.

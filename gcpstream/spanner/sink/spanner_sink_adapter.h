@@ -10,6 +10,7 @@
 #include "gcpstream/connector/failure_handler.h"
 #include "gcpstream/spanner/client/spanner_stub.h"
 #include "gcpstream/spanner/sink/spanner_writer_options.h"
+#include "gcpstream/util/scheduler.h"
 #include "google/spanner/v1/mutation.pb.h"
 
 namespace gcpstream::spanner {
@@ -21,6 +22,9 @@ struct SpannerWriterConfig {
   std::shared_ptr<SpannerStub> stub;
   // Tests pin the jitter; empty = random.
   std::function<double()> uniform01;
+  // Tests drive the clock the retry backoffs, attempt deadlines and session keep-alive run on;
+  // empty = a real-time util::TimerThread of the writer's own.
+  std::shared_ptr<util::Scheduler> scheduler;
 };
 
 // The Spanner sink's writer: the shared asynchronous core over one BatchWrite batcher for the

@@ -53,6 +53,10 @@ absl::Status SpannerWriterOptions::validate() const {
   if (batch_write_timeout < std::chrono::milliseconds(1)) {
     return absl::InvalidArgumentError("batch_write_timeout must be at least 1 ms");
   }
+  if (max_consecutive_rejections < -1 || max_consecutive_rejections == 0) {
+    return absl::InvalidArgumentError(
+        "max_consecutive_rejections must be >= 1, or -1 to remove the bound");
+  }
   if (stall_warning_interval.count() <= 0) {
     return absl::InvalidArgumentError("stall_warning_interval must be positive");
   }
@@ -70,7 +74,7 @@ std::vector<std::string> SpannerWriterOptions::warnings() const {
         "bind: every mutation costs at least one cell and the cell limit is reached first",
         max_batch_mutations, max_batch_cells));
   }
-  if (max_commit_delay) {
+  if (max_commit_delay && max_commit_delay->count() > 0) {
     out.push_back(
         "Spanner sink: max_commit_delay is set, but BatchWriteRequest has no commit-delay "
         "field, so it is not sent: the service applies its own commit handling");

@@ -65,6 +65,12 @@ struct SpannerWriterOptions {
   std::int64_t max_in_flight_bytes = 64LL * 1024 * 1024;
   // Sessions (so BatchWrite calls in flight) per writer subtask [16].
   int max_sessions = 16;
+  // Routed refusals in a row (no applied group between them) before the job fails [-1: no
+  // bound]. Off by default: the Spanner connector's specification has no such bound, and after
+  // a restore a replayed `insert` is refused ALREADY_EXISTS once per replayed row, which a
+  // dropping handler is meant to absorb however many there are. Set it (e.g. 100) so that a
+  // mapping every record of which Spanner refuses fails the job instead of being dropped whole.
+  int max_consecutive_rejections = -1;
   // A WARN names the wait while nothing completes for this long [60 s].
   std::chrono::milliseconds stall_warning_interval{std::chrono::seconds(60)};
   // Bound on the writer's close [30 s].

@@ -10,6 +10,7 @@
 #include <future>
 
 #include "gcpstream/spanner/admin/database_admin.h"
+#include "gcpstream/util/timer_thread.h"
 #include "tests/fakes/fault_proxy.h"
 #include "tests/support/emulators.h"
 

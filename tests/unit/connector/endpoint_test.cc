@@ -24,14 +24,17 @@ TEST(EndpointTest, ParsesBracketedIpv6) {
 }
 
 TEST(EndpointTest, RejectsMalformedValuesNamingTheValue) {
-  for (const char* bad : {"", "localhost", ":8085", "localhost:", "localhost:0", "localhost:65536",
-                          "localhost:80a", "::1:8085", "[::1]8085", "http://x:1", "a b:1",
-                          "host:123456"}) {
+  for (const char* bad :
+       {"", "localhost", ":8085", "localhost:", "localhost:0", "localhost:65536", "localhost:80a",
+        "::1:8085", "[::1]8085", "http://x:1", "a b:1", "host:123456"}) {
     auto e = Endpoint::parse(bad);
     ASSERT_FALSE(e.ok()) << bad;
     EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_THAT(e.status().message(), HasSubstr(std::string("\"") + bad + "\"")) << bad;
   }
+  EXPECT_THAT(Endpoint::parse("http://127.0.0.1:9020").status().message(),
+              HasSubstr("URL scheme; write only host:port"))
+      << "not the IPv6 advice the colons would otherwise draw";
 }
 
 }  // namespace

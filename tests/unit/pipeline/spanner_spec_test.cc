@@ -85,9 +85,76 @@ TEST(SpannerSpec, AValueItsTypeCannotHoldIsARecordErrorNamingTheColumn) {
   EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(m.status().message()), HasSubstr("column Delay (INT64)"));
   EXPECT_THAT(std::string(m.status().message()), HasSubstr("'SFO' is not a 64-bit integer"));
+  auto ratio = Parse(File("      Id: origin\n      Ratio: {value: ratio, type: FLOAT64}\n"));
+  auto ratio_mapper = SpannerMutationMapper::make(*ratio->transform.to_spanner);
+  for (const char* bad : {"0x1p3", " 1.5", "1.5 ", "1e400", "inf", ""}) {
+    PipelineRecord r;
+    r.fields = nlohmann::json{{"origin", "SFO"}, {"ratio", bad}};
+    EXPECT_EQ(ratio_mapper->map(r).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
   auto missing = Parse(File("      Id: gone\n"));
   auto mm = SpannerMutationMapper::make(*missing->transform.to_spanner);
   EXPECT_THAT(std::string(mm->map(Flight()).status().message()), HasSubstr("gone"));
+}
+
+// BYTES and TIMESTAMP columns read the record's text as the wire form (docs/cli.md,
+// to_spanner): BYTES as base64 (decoded, so "aGVsbG8=" stores "hello"), TIMESTAMP as RFC 3339
+// with any offset, sent as the same instant in UTC.
+TEST(SpannerSpec, BytesAreBase64AndTimestampsTravelInUtc) {
+  auto spec =
+      Parse(File("      Id: origin\n"
+                 "      Blob: {value: blob, type: BYTES}\n"
+                 "      At: {value: at, type: TIMESTAMP}\n"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto mapper = SpannerMutationMapper::make(*spec->transform.to_spanner);
+  ASSERT_TRUE(mapper.ok()) << mapper.status();
+  PipelineRecord r;
+  r.fields =
+      nlohmann::json{{"origin", "SFO"}, {"blob", "aGVsbG8"}, {"at", "2001-01-02T03:04:05+01:00"}};
+  auto m = mapper->map(r);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const auto& row = m->proto().insert_or_update().values(0);
+  EXPECT_EQ(row.values(1).string_value(), "aGVsbG8=") << "decoded, re-sent padded";
+  EXPECT_EQ(row.values(2).string_value(), "2001-01-02T02:04:05Z");
+  r.fields["blob"] = "not base64!";
+  auto bad = mapper->map(r);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("column Blob (BYTES)"));
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("not base64"));
+}
+
+// Under JSON, an object or array field is its JSON; a string field is JSON text, parsed and
+// checked (a CSV column holding a document), never wrapped as a JSON string.
+TEST(SpannerSpec, AStringUnderJsonIsADocumentNotAJsonString) {
+  auto spec = Parse(File("      Id: origin\n      Doc: {value: doc, type: JSON}\n"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto mapper = SpannerMutationMapper::make(*spec->transform.to_spanner);
+  ASSERT_TRUE(mapper.ok()) << mapper.status();
+  PipelineRecord r;
+  r.fields = nlohmann::json{{"origin", "SFO"}, {"doc", "{\"gate\": \"B2\"}"}};
+  auto m = mapper->map(r);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(nlohmann::json::parse(m->proto().insert_or_update().values(0).values(1).string_value()),
+            (nlohmann::json{{"gate", "B2"}}));
+  r.fields["doc"] = "{not json";
+  auto bad = mapper->map(r);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("column Doc (JSON)"));
+}
+
+// Spanner's column names are case-insensitive and 1 to 128 characters: a mapping that names a
+// column twice, or an empty name, would have every record refused, so it is refused up front.
+TEST(SpannerSpec, ColumnNamesAreCheckedAsSpannerComparesThem) {
+  auto twice = Parse(File("      Id: origin\n      S: origin\n      s: origin\n"));
+  EXPECT_THAT(std::string(twice.status().message()), HasSubstr("transform.to_spanner.columns.s"));
+  EXPECT_THAT(std::string(twice.status().message()), HasSubstr("case-insensitive"));
+  auto empty = Parse(File("      Id: origin\n      '': origin\n"));
+  EXPECT_THAT(std::string(empty.status().message()), HasSubstr("1 to 128 characters"));
+  auto rejections =
+      Parse(File("      Id: origin\n", "  writer_options:\n    max_consecutive_rejections: 100\n"));
+  ASSERT_TRUE(rejections.ok()) << rejections.status();
+  EXPECT_EQ(std::get<SpannerSinkSpec>(rejections->sink).writer_options.max_consecutive_rejections,
+            100);
 }
 
 TEST(SpannerSpec, MistakesAreRefusedAtTheirKey) {
@@ -98,6 +165,11 @@ TEST(SpannerSpec, MistakesAreRefusedAtTheirKey) {
       File("      Id: origin\n")
           .replace(File("      Id: origin\n").find("database: flights"), 17, "database: 9lives"));
   EXPECT_THAT(std::string(bad_db.status().message()), HasSubstr("sink.database"));
+  auto empty_project =
+      Parse(File("      Id: origin\n")
+                .replace(File("      Id: origin\n").find("project: p"), 10, "project: ''"));
+  EXPECT_THAT(std::string(empty_project.status().message()),
+              HasSubstr("sink.project: is empty; a value is required"));
   auto bad_op = Parse(File("      Id: origin\n", "", "    operation: upsert\n"));
   EXPECT_THAT(std::string(bad_op.status().message()), HasSubstr("to_spanner.operation"));
   auto no_columns = Parse(File(""));

@@ -111,6 +111,10 @@ TEST(SpecParser, DurationsThatOverflowOrRoundToOffAreRefusedWithTheAllowedRange)
               HasSubstr("'200000d' is out of range: allowed 0 (off) or 10ms..7d"));
   spec = Parse(std::string(kMinimal) + "checkpointing:\n  interval: 0.4ms\n");
   EXPECT_THAT(std::string(spec.status().message()), HasSubstr("below the 1ms resolution"));
+  spec = Parse(std::string(kMinimal) + "checkpointing:\n  interval: 10.5ms\n");
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("not a whole number of milliseconds"))
+      << "no fraction of a millisecond is rounded away unseen";
+  EXPECT_TRUE(Parse(std::string(kMinimal) + "checkpointing:\n  interval: 0.1s\n").ok());
   spec = Parse(std::string(kMinimal) + "checkpointing:\n  interval: 999999999999999d\n");
   EXPECT_THAT(std::string(spec.status().message()), HasSubstr("too large"));
   EXPECT_TRUE(Parse(std::string(kMinimal) + "checkpointing:\n  interval: 0\n").ok())

@@ -1,6 +1,7 @@
 // Checkpoints, restore, restart, savepoints and two-phase commit in real in-process jobs.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
@@ -433,6 +434,39 @@ TEST(CheckpointStorageTest, AMetadataFileChangedInPlaceFailsTheRestore) {
   ASSERT_FALSE(read.ok());
   EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(std::string(read.status().message()), HasSubstr("_metadata is corrupt"));
+}
+
+// A _metadata that is not a regular file (a directory, a FIFO whose read would block, a symlink
+// to a device) or is larger than any metadata is damage, not a checkpoint still being written:
+// it stays the restore point and reading it fails DATA_LOSS at once, instead of an older
+// checkpoint (or none, and a fresh start) being taken silently, or the file being read whole.
+TEST(CheckpointStorageTest, AMetadataThatIsNotARegularFileOrIsHugeIsDamage) {
+  for (const std::string kind : {"directory", "fifo", "device", "huge"}) {
+    const std::string root = TempDir("meta-" + kind);
+    runtime::CompletedCheckpoint older;
+    older.id = 3;
+    ASSERT_TRUE(runtime::CheckpointStorage::write(root + "/job/chk-3", older).ok());
+    const std::string chk = WriteSmallCheckpoint(root + "/job");
+    const std::string metadata = chk + "/_metadata";
+    fs::remove(metadata);
+    if (kind == "directory") {
+      fs::create_directory(metadata);
+    } else if (kind == "fifo") {
+      ASSERT_EQ(mkfifo(metadata.c_str(), 0600), 0);
+    } else if (kind == "device") {
+      fs::create_symlink("/dev/zero", metadata);
+    } else {
+      std::ofstream(metadata).put('x');
+      fs::resize_file(metadata, (64ULL << 20) + 1);  // sparse: nothing is written
+    }
+    auto latest = runtime::CheckpointStorage::find_latest(root);
+    ASSERT_TRUE(latest.ok()) << kind << ": " << latest.status();
+    EXPECT_EQ(fs::path(*latest).filename(), "chk-4") << kind;
+    auto read = runtime::CheckpointStorage::read(chk);
+    ASSERT_FALSE(read.ok()) << kind;
+    EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss) << kind << ": " << read.status();
+    EXPECT_THAT(std::string(read.status().message()), HasSubstr("_metadata")) << kind;
+  }
 }
 
 TEST(CheckpointStorageTest, RetentionCoversEveryCheckpointOfTheJobFolderAndDeadLeftovers) {

@@ -10,6 +10,7 @@
 #include <future>
 #include <thread>
 
+#include "gcpstream/util/timer_thread.h"
 #include "tests/support/fake_spanner.h"
 
 namespace gcpstream::spanner {

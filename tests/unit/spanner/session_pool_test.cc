@@ -8,6 +8,7 @@
 
 #include <thread>
 
+#include "gcpstream/util/timer_thread.h"
 #include "tests/support/fake_spanner.h"
 
 namespace gcpstream::spanner {

@@ -14,6 +14,7 @@
 #include "google/rpc/error_details.pb.h"
 #include "tests/support/fake_contexts.h"
 #include "tests/support/fake_spanner.h"
+#include "tests/support/manual_scheduler.h"
 
 namespace gcpstream::spanner {
 namespace {
@@ -31,6 +32,44 @@ struct Flight {
 };
 
 const DatabaseDestination kDb = DatabaseDestination::of("p", "inst", "flights");
+
+// Moves a manual clock on a thread of its own (the test thread runs the writer's mailbox),
+// jumping straight to each timer due within a minute (every backoff and attempt deadline here;
+// not the session keep-alive, which would otherwise move the clock while a call is being set
+// up), until destroyed.
+class ClockDriver {
+ public:
+  explicit ClockDriver(std::shared_ptr<testing::ManualScheduler> clock)
+      : clock_(std::move(clock)), thread_([this] {
+          while (!stop_.load()) clock_->run_next(5ms, 1min);
+        }) {}
+  ~ClockDriver() {
+    stop_.store(true);
+    thread_.join();
+  }
+
+ private:
+  std::shared_ptr<testing::ManualScheduler> clock_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+std::chrono::milliseconds Since(util::Scheduler::Time from, util::Scheduler::Time to) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from);
+}
+
+// A Session-not-found refusal of the whole call, as Spanner sends it (ResourceInfo detail).
+absl::Status SessionNotFound(const std::string& session) {
+  google::rpc::Status details;
+  details.set_code(5);
+  google::rpc::ResourceInfo info;
+  info.set_resource_type("type.googleapis.com/google.spanner.v1.Session");
+  info.set_resource_name(session);
+  details.add_details()->PackFrom(info);
+  absl::Status status = absl::NotFoundError("Session not found");
+  status.SetPayload(connector::kRpcStatusPayload, absl::Cord(details.SerializeAsString()));
+  return status;
+}
 
 struct Recorded {
   std::mutex mu;
@@ -324,6 +363,29 @@ TEST_F(SpannerWriterTest, AStreamCutPartWayReSendsOnlyTheGroupsItNeverReported) 
   ASSERT_TRUE(w->close().ok());
 }
 
+// Off by default (replayed inserts are refused ALREADY_EXISTS, which a dropping handler
+// absorbs); once set, a stream Spanner refuses whole fails the job instead of being dropped.
+TEST_F(SpannerWriterTest, MaxConsecutiveRejectionsFailsAStreamRefusedWhole) {
+  stub_->on_batch_write = [](std::size_t, const sp::BatchWriteRequest& r) {
+    return testing::FakeSpannerStub::All(r, absl::InvalidArgumentError("no such column"));
+  };
+  {
+    auto w = writer(builder().failed_mutation_handler(connector::FailureHandler::log_and_drop()));
+    ASSERT_TRUE(write_all(*w, 5).ok()) << "no bound by default";
+    EXPECT_EQ(context_.metric("numRecordsSendErrors"), 5);
+    ASSERT_TRUE(w->close().ok());
+  }
+  options_.max_consecutive_rejections = 3;
+  auto w = writer(builder().failed_mutation_handler(connector::FailureHandler::log_and_drop()));
+  absl::Status s = write_all(*w, 5, "g");
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("max_consecutive_rejections"));
+  (void)w->close();
+  SpannerWriterOptions zero;
+  zero.max_consecutive_rejections = 0;
+  EXPECT_THAT(std::string(zero.validate().message()), HasSubstr("max_consecutive_rejections"));
+}
+
 TEST_F(SpannerWriterTest, AFailureOfTheWholeCallFailsTheJobWhateverTheHandler) {
   stub_->on_batch_write = [](std::size_t, const sp::BatchWriteRequest&) {
     BatchCallResult out;
@@ -352,18 +414,118 @@ TEST_F(SpannerWriterTest, AnExhaustedBudgetFailsTheJobAfterExactlyTheAttemptsCon
   (void)w->close();
 }
 
+// The retry budget on a clock the test moves (spanner_writer_options.h, worst_case_write_time):
+// with the defaults (30 s per attempt, backoff 500 ms doubling to 10 s, 10 attempts) and the
+// jitter at its +25 % extreme, a call that never answers is abandoned at each attempt's
+// deadline, the next attempt starts after exactly the jittered backoff, and the job fails at
+// exactly the documented worst case, 369.375 s after the first send.
+TEST_F(SpannerWriterTest, EveryAttemptStallingSpendsExactlyTheDocumentedWorstCase) {
+  options_ = SpannerWriterOptions{};
+  auto clock = std::make_shared<testing::ManualScheduler>();
+  std::mutex mu;
+  std::optional<util::Scheduler::Time> first;  // the first send: the writer's own timers
+                                               // (session keep-alive) may run before it
+  std::vector<std::chrono::milliseconds> sent;
+  std::vector<std::chrono::milliseconds> timeouts;
+  std::chrono::milliseconds failed_at{-1};
+  testing::FakeSpannerStub* stub = stub_.get();
+  stub_->on_batch_write = [&](std::size_t call,
+                              const sp::BatchWriteRequest&) -> std::optional<BatchCallResult> {
+    const auto timeout = stub->call(call).timeout;
+    {
+      std::lock_guard lock(mu);
+      if (!first) first = clock->now();
+      sent.push_back(Since(*first, clock->now()));
+      timeouts.push_back(timeout);
+    }
+    // What gRPC does to a call that outlives its deadline.
+    clock->schedule(clock->now() + timeout, [&, call] {
+      {
+        std::lock_guard lock(mu);
+        failed_at = Since(*first, clock->now());
+      }
+      BatchCallResult r;
+      r.rpc = absl::DeadlineExceededError("Deadline Exceeded");
+      stub->complete(call, std::move(r));
+    });
+    return std::nullopt;
+  };
+  ClockDriver driver(clock);
+  auto w = writer(builder().uniform01([] { return 1.0; }).scheduler(clock));
+  absl::Status s = write_all(*w, 1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("after 10 attempts"));
+  std::lock_guard lock(mu);
+  // Attempt k starts (k - 1) x 30 s plus the backoffs before it: 625, 1250, 2500, 5000, 10000,
+  // then 12500 (the 10 s cap, +25 %).
+  const std::vector<std::chrono::milliseconds> expected = {
+      0ms, 30625ms, 61875ms, 94375ms, 129375ms, 169375ms, 211875ms, 254375ms, 296875ms, 339375ms};
+  EXPECT_EQ(sent, expected);
+  EXPECT_EQ(timeouts, std::vector<std::chrono::milliseconds>(10, 30000ms))
+      << "every attempt gets a whole batch_write_timeout";
+  EXPECT_EQ(failed_at, options_.worst_case_write_time());
+  EXPECT_EQ(options_.worst_case_write_time(), 369375ms);
+  EXPECT_EQ(context_.metric("errorClass.DEADLINE_EXCEEDED.errors"), 10)
+      << "nine retried verdicts and the final one";
+  (void)w->close();
+}
+
+// Groups refused at once with a transient code wait out only the backoffs: with the jitter at
+// its -25 % extreme the delays are 375, 750, 1500, 3000, 6000, then 7500 (the cap) four times.
+TEST_F(SpannerWriterTest, BackoffsDoubleFromTheInitialDelayUpToTheCapWithTheirJitter) {
+  options_ = SpannerWriterOptions{};
+  auto clock = std::make_shared<testing::ManualScheduler>();
+  std::mutex mu;
+  std::optional<util::Scheduler::Time> first;
+  std::vector<std::chrono::milliseconds> sent;
+  stub_->on_batch_write = [&](std::size_t, const sp::BatchWriteRequest& r) {
+    std::lock_guard lock(mu);
+    if (!first) first = clock->now();
+    sent.push_back(Since(*first, clock->now()));
+    return testing::FakeSpannerStub::All(r, absl::UnavailableError("down"));
+  };
+  ClockDriver driver(clock);
+  auto w = writer(builder().uniform01([] { return 0.0; }).scheduler(clock));
+  absl::Status s = write_all(*w, 2);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  std::lock_guard lock(mu);
+  const std::vector<std::chrono::milliseconds> expected = {
+      0ms, 375ms, 1125ms, 2625ms, 5625ms, 11625ms, 19125ms, 26625ms, 34125ms, 41625ms};
+  EXPECT_EQ(sent, expected);
+  EXPECT_EQ(context_.metric("mutationsRetried"), 18) << "both groups, nine retries each";
+  (void)w->close();
+}
+
+// A session lost mid-attempt is replaced inside the same attempt: the re-sent call gets only
+// what is left of the attempt's batch_write_timeout, so the budget is never stretched.
+TEST_F(SpannerWriterTest, ASessionReplacementStaysInsideTheAttemptsDeadline) {
+  options_ = SpannerWriterOptions{};
+  auto clock = std::make_shared<testing::ManualScheduler>();
+  testing::FakeSpannerStub* stub = stub_.get();
+  stub_->on_batch_write = [&](std::size_t call,
+                              const sp::BatchWriteRequest& r) -> std::optional<BatchCallResult> {
+    if (call > 0) return testing::FakeSpannerStub::All(r, absl::OkStatus());
+    clock->schedule(clock->now() + 12s, [stub, session = r.session()] {
+      BatchCallResult lost;
+      lost.rpc = SessionNotFound(session);
+      stub->complete(0, std::move(lost));
+    });
+    return std::nullopt;
+  };
+  ClockDriver driver(clock);
+  auto w = writer(builder().scheduler(clock));
+  ASSERT_TRUE(write_all(*w, 1).ok());
+  ASSERT_EQ(stub_->size(), 2u);
+  EXPECT_EQ(stub_->call(0).timeout, 30s);
+  EXPECT_EQ(stub_->call(1).timeout, 18s) << "30 s less the 12 s the lost session took";
+  ASSERT_TRUE(w->close().ok());
+}
+
 TEST_F(SpannerWriterTest, ALostSessionIsReplacedAndTheSameRequestReSentWithoutSpendingBudget) {
   stub_->on_batch_write = [](std::size_t call, const sp::BatchWriteRequest& r) {
     if (call == 0) {
-      google::rpc::Status details;
-      details.set_code(5);
-      google::rpc::ResourceInfo info;
-      info.set_resource_type("type.googleapis.com/google.spanner.v1.Session");
-      info.set_resource_name(r.session());
-      details.add_details()->PackFrom(info);
       BatchCallResult out;
-      out.rpc = absl::NotFoundError("Session not found");
-      out.rpc.SetPayload(connector::kRpcStatusPayload, absl::Cord(details.SerializeAsString()));
+      out.rpc = SessionNotFound(r.session());
       return out;
     }
     return testing::FakeSpannerStub::All(r, absl::OkStatus());
@@ -380,14 +542,9 @@ TEST_F(SpannerWriterTest, ALostSessionIsReplacedAndTheSameRequestReSentWithoutSp
 TEST_F(SpannerWriterTest, ASessionLostPartWayReSendsOnlyTheUnreportedGroups) {
   stub_->on_batch_write = [](std::size_t call, const sp::BatchWriteRequest& r) {
     if (call == 0) {
-      google::rpc::Status details;
-      google::rpc::ResourceInfo info;
-      info.set_resource_type("type.googleapis.com/google.spanner.v1.Session");
-      details.add_details()->PackFrom(info);
       BatchCallResult out;
       out.entries.emplace_back(0, absl::OkStatus());
-      out.rpc = absl::NotFoundError("Session not found");
-      out.rpc.SetPayload(connector::kRpcStatusPayload, absl::Cord(details.SerializeAsString()));
+      out.rpc = SessionNotFound(r.session());
       return out;
     }
     return testing::FakeSpannerStub::All(r, absl::OkStatus());

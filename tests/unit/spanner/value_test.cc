@@ -9,6 +9,9 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace gcpstream::spanner {
 namespace {
@@ -152,6 +155,35 @@ TEST(SpannerValueTest, TimestampsKeepNanosecondsAndTheirRange) {
   auto placeholder = spanner::Value::CommitTimestamp();
   EXPECT_EQ(placeholder.proto().string_value(), "spanner.commit_timestamp()");
   EXPECT_EQ(placeholder.as_timestamp().status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// Spanner takes a mutation's TIMESTAMP only in UTC ("Z"); the emulator answers
+// FAILED_PRECONDITION to "+01:00". What the parser accepts travels as the same instant in the
+// canonical form, in arrays too; the commit-timestamp placeholder and NULL are left alone.
+TEST(SpannerValueTest, TimestampsFromTheWireTravelInCanonicalUtc) {
+  auto wire = [](const std::string& text) {
+    Value v;
+    v.set_string_value(text);
+    return v;
+  };
+  const auto ts = MakeType(sp::TIMESTAMP);
+  for (const auto& [in, out] : std::vector<std::pair<std::string, std::string>>{
+           {"2023-11-14T23:13:20+01:00", "2023-11-14T22:13:20Z"},
+           {"2023-11-14t22:13:20.500z", "2023-11-14T22:13:20.5Z"},
+           {"2023-11-14 21:13:20.000000001-01:00", "2023-11-14T22:13:20.000000001Z"},
+           {"2023-11-14T22:13:20Z", "2023-11-14T22:13:20Z"},
+           {"spanner.commit_timestamp()", "spanner.commit_timestamp()"}}) {
+    auto v = spanner::Value::FromProto(ts, wire(in));
+    ASSERT_TRUE(v.ok()) << in << ": " << v.status();
+    EXPECT_EQ(v->proto().string_value(), out) << in;
+  }
+  Value list;
+  *list.mutable_list_value()->add_values() = wire("2000-01-01T01:00:00+01:00");
+  list.mutable_list_value()->add_values()->set_null_value(google::protobuf::NULL_VALUE);
+  auto array = spanner::Value::FromProto(ArrayOf(ts), list);
+  ASSERT_TRUE(array.ok()) << array.status();
+  EXPECT_EQ(array->proto().list_value().values(0).string_value(), "2000-01-01T00:00:00Z");
+  EXPECT_TRUE(array->proto().list_value().values(1).has_null_value());
 }
 
 TEST(SpannerValueTest, JsonIsCheckedAndPostgreSqlJsonbCarriesItsAnnotation) {
