@@ -246,6 +246,9 @@ class AsyncSinkWriter {
     Tracked tracked;
     ParkReason reason;
     absl::Status status;
+    // kRejectedAlone: counted toward max_consecutive_rejections when it arrived; the bound's
+    // error when that count reached it (the job fails once this element is routed).
+    absl::Status bound;
   };
   struct SoloResult {
     absl::Status status;
@@ -446,9 +449,10 @@ class AsyncSinkWriter {
     }
   }
 
-  void park(Destination& d, Tracked tracked, ParkReason reason, absl::Status status) {
+  void park(Destination& d, Tracked tracked, ParkReason reason, absl::Status status,
+            absl::Status bound = absl::OkStatus()) {
     if (tracked.element) d.client->on_parked(*tracked.element);
-    d.parked.push_back({std::move(tracked), reason, std::move(status)});
+    d.parked.push_back({std::move(tracked), reason, std::move(status), std::move(bound)});
     parked_count_.fetch_add(1);
   }
 
@@ -481,11 +485,15 @@ class AsyncSinkWriter {
         park(d, std::move(tracked), ParkReason::kRepairable, status);
         return;
       case FailureClass::kRecordLevel:
+        if (settings_.one_element_per_request) {
+          // The service's verdict on this element alone: routed later, in write order, but
+          // counted now, in the order verdicts and successes arrive.
+          absl::Status bound = router_.count_rejection(status);
+          park(d, std::move(tracked), ParkReason::kRejectedAlone, status, std::move(bound));
+          return;
+        }
         // A batch RPC may be refused whole for one element: confirm each alone first.
-        park(d, std::move(tracked),
-             settings_.one_element_per_request ? ParkReason::kRejectedAlone
-                                               : ParkReason::kRejectedInBatch,
-             status);
+        park(d, std::move(tracked), ParkReason::kRejectedInBatch, status);
         return;
       default:
         break;
@@ -562,12 +570,15 @@ class AsyncSinkWriter {
     return adapter_->fatal_failure(d.key, verdict);
   }
 
-  // A refusal the service made about this element alone: routed as confirmed.
-  absl::Status route_alone(Destination& d, E&& element, const absl::Status& status) {
+  // A refusal the service made about this element alone, counted when it arrived: routed as
+  // confirmed, then the job fails if that count reached max_consecutive_rejections.
+  absl::Status route_alone(Destination& d, E&& element, const absl::Status& status,
+                           const absl::Status& bound) {
     if (d.send_errors != nullptr) d.send_errors->inc();
     d.client->on_routed(element);
-    return router_.route_rejection(
-        *adapter_->failed_element(d.key, std::move(element), status, true));
+    GCP_RETURN_IF_ERROR(router_.route_counted_rejection(
+        *adapter_->failed_element(d.key, std::move(element), status, true)));
+    return bound;
   }
 
   // Routes the destination's parked kRejectedAlone elements, in write order; returns how many.
@@ -592,7 +603,7 @@ class AsyncSinkWriter {
                                                settings_.words.connector, settings_.words.element,
                                                settings_.words.client));
       }
-      GCP_RETURN_IF_ERROR(route_alone(d, std::move(*p.tracked.element), p.status));
+      GCP_RETURN_IF_ERROR(route_alone(d, std::move(*p.tracked.element), p.status, p.bound));
       ++routed;
     }
     return routed;
@@ -663,7 +674,7 @@ class AsyncSinkWriter {
         p.tracked.element.reset();
         p.tracked.solo = false;
         if (p.reason == ParkReason::kRejectedAlone) {
-          GCP_RETURN_IF_ERROR(route_alone(d, std::move(element), p.status));
+          GCP_RETURN_IF_ERROR(route_alone(d, std::move(element), p.status, p.bound));
           ++routed;
           continue;
         }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "gcpstream/api/status_macros.h"
 #include "gcpstream/util/absl_fmt.h"
 
 namespace gcpstream::connector {
@@ -44,10 +45,14 @@ absl::Status FailureRouter::route_serialization_failure(const FailedElement& ele
   return handler_->handle(element);
 }
 
-absl::Status FailureRouter::route_rejection(const FailedElement& element) {
+absl::Status FailureRouter::route_counted_rejection(const FailedElement& element) {
   count_error_class(element.status().code());
   send_errors_.inc();
-  if (absl::Status s = handler_->handle(element); !s.ok()) return s;
+  return handler_->handle(element);
+}
+
+absl::Status FailureRouter::route_rejection(const FailedElement& element) {
+  GCP_RETURN_IF_ERROR(route_counted_rejection(element));
   return rejections_.on_rejection(element.status());
 }
 

@@ -43,6 +43,15 @@ class FailureRouter {
   absl::Status route_serialization_failure(const FailedElement& element);
   // A record the service refused on its own (already confirmed by an isolation pass).
   absl::Status route_rejection(const FailedElement& element);
+  // For refusals routed later than they arrive (parked, then routed in write order): counts
+  // one toward max_consecutive_rejections now, in arrival order, so the successes reported
+  // between them break the run. Returns the bound's error once reached; the caller fails the
+  // job after routing that refusal with route_counted_rejection().
+  absl::Status count_rejection(const absl::Status& status) {
+    return rejections_.on_rejection(status);
+  }
+  // route_rejection() for a refusal count_rejection() already counted.
+  absl::Status route_counted_rejection(const FailedElement& element);
   // A record was delivered: the consecutive-rejection run is over.
   void on_success() {
     rejections_.on_success();

@@ -53,9 +53,10 @@ absl::StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view text) {
     return absl::InvalidArgumentError(fmt::format(
         "'{}' is below the 1ms resolution of durations: write 0 for none, or at least 1ms", s));
   }
-  // A fraction of a millisecond would be rounded away unseen (0.5ms would run as 1ms); the
-  // tolerance only absorbs the binary representation of decimal fractions such as 0.1s.
-  if (std::fabs(ms - static_cast<double>(rounded)) > 1e-6 * std::max(1.0, ms)) {
+  // A fraction of a millisecond would be rounded away unseen (0.5ms would run as 1ms). The
+  // tolerance only absorbs the binary representation of decimal text such as 0.1s (a few
+  // units in the last place of `ms`), far below any fraction one can write in a duration.
+  if (std::fabs(ms - static_cast<double>(rounded)) > 1e-6 + ms * 1e-14) {
     return absl::InvalidArgumentError(
         fmt::format("'{}' is not a whole number of milliseconds, the resolution of durations", s));
   }

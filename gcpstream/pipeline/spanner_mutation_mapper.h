@@ -16,10 +16,10 @@ namespace gcpstream::pipeline {
 // Turns a record into one Spanner mutation as `transform.to_spanner` says: the operation on the
 // table, one column per entry, each rendered from its template and read as its type. A column
 // that is a bare field whose JSON value is null is written as NULL of its type. Text is read
-// as each type's wire text: INT64 a decimal integer, FLOAT64 a number (or NaN, Infinity,
-// -Infinity), BOOL true/false, NUMERIC a decimal (at most 29 integer and 9 fraction digits),
-// JSON any JSON document (a field holding an object or array is written as its JSON), BYTES
-// the text's bytes, DATE YYYY-MM-DD, TIMESTAMP RFC 3339.
+// as each type's wire text: INT64 a decimal integer, FLOAT64 a decimal number (or NaN,
+// Infinity, -Infinity), BOOL true/false, NUMERIC a decimal (at most 29 integer and 9 fraction
+// digits), JSON any JSON document (a field holding an object or array is written as its JSON),
+// BYTES base64 (decoded), DATE YYYY-MM-DD, TIMESTAMP RFC 3339 with any UTC offset (sent in UTC).
 //
 // Immutable; thread-safe.
 class SpannerMutationMapper {

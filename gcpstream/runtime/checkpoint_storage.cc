@@ -112,12 +112,14 @@ bool HasMetadata(const fs::path& dir) {
 // few MiB. Anything larger is damage, refused before it is read into memory.
 constexpr std::uintmax_t kMaxMetadataBytes = 64ULL << 20;
 
-// The bytes of `dir`'s _metadata; DATA_LOSS when it is not a regular file (a directory, a FIFO
-// that would block the read, a device) or is larger than any metadata can be.
-absl::StatusOr<std::string> ReadMetadata(const fs::path& dir) {
-  const fs::path path = dir / kMetadata;
+// The bytes of a checkpoint file. NOT_FOUND when nothing is there; DATA_LOSS (the checkpoint is
+// damaged) unless it is a regular file of at most `max_bytes`: a directory, a FIFO whose read
+// would block, a device, or a file larger than it can be is never read.
+absl::StatusOr<std::string> ReadCheckpointFile(const fs::path& path, std::uintmax_t max_bytes) {
   std::error_code ec;
-  if (!fs::is_regular_file(fs::status(path, ec))) {
+  const fs::file_status status = fs::status(path, ec);
+  if (!fs::exists(status)) return absl::NotFoundError(fmt::format("cannot read {}", path.string()));
+  if (!fs::is_regular_file(status)) {
     return absl::DataLossError(fmt::format(
         "{} is not a regular file, so the checkpoint is damaged; restore from another one",
         path.string()));
@@ -126,12 +128,15 @@ absl::StatusOr<std::string> ReadMetadata(const fs::path& dir) {
   if (ec) {
     return absl::DataLossError(fmt::format("cannot size {}: {}", path.string(), ec.message()));
   }
-  if (size > kMaxMetadataBytes) {
-    return absl::DataLossError(
-        fmt::format("{} is corrupt: {} bytes, more than the {} any checkpoint metadata takes",
-                    path.string(), size, kMaxMetadataBytes));
+  if (size > max_bytes) {
+    return absl::DataLossError(fmt::format("{} is corrupt: {} bytes, more than the {} expected",
+                                           path.string(), size, max_bytes));
   }
   return ReadFile(path.string());
+}
+
+absl::StatusOr<std::string> ReadMetadata(const fs::path& dir) {
+  return ReadCheckpointFile(dir / kMetadata, kMaxMetadataBytes);
 }
 
 // chk-<n> -> n, or -1.
@@ -265,11 +270,12 @@ absl::StatusOr<CompletedCheckpoint> CheckpointStorage::read(const std::string& d
     state.parallelism = op.parallelism();
     for (const auto& file : op.files()) {
       const std::string path = dir + "/" + file.file_name();
-      auto content = ReadFile(path);
-      if (!content.ok()) {
+      auto content = ReadCheckpointFile(path, file.size_bytes());
+      if (absl::IsNotFound(content.status())) {
         return absl::DataLossError(
             fmt::format("checkpoint {} lacks state file {}", dir, file.file_name()));
       }
+      if (!content.ok()) return content.status();
       proto::OperatorSubtaskState subtask;
       if (content->size() != file.size_bytes()) {
         return absl::DataLossError(fmt::format("state file {} is corrupt: {} bytes, {} expected",

@@ -53,10 +53,12 @@ class ManualScheduler final : public util::Scheduler {
           return false;
         }
         auto first = queue_.begin();
-        if (first->first.first > now_) now_ = first->first.first;
+        const Time due = first->first.first;
         entry = std::move(first->second);
         queue_.erase(first);
-        if (!entry->cancelled.load()) break;
+        if (entry->cancelled.load()) continue;  // dropped: the clock does not move for it
+        if (due > now_) now_ = due;
+        break;
       }
     }
     entry->fire();

@@ -297,9 +297,9 @@ class SpannerSinkAdapter final
     }
     if (IsRequestLevelFailure(cause) && cause.code() == absl::StatusCode::kUnimplemented) {
       return absl::UnimplementedError(fmt::format(
-          "BatchWrite to {} is not implemented by the endpoint ({}). The Spanner emulator has "
-          "no BatchWrite: to write through it, start the BatchWrite stand-in in front of it "
-          "and point emulator_endpoint at the stand-in (docs/spanner.md, \"the stand-in\")",
+          "BatchWrite to {} is not implemented by the endpoint ({}). If that endpoint is the "
+          "Spanner emulator, which has no BatchWrite, start the BatchWrite stand-in in front of "
+          "it and point emulator_endpoint at the stand-in (docs/spanner.md, \"the stand-in\")",
           d.resource_name(), cause.message().empty() ? "no detail" : cause.message()));
     }
     if (IsRequestLevelFailure(cause)) {

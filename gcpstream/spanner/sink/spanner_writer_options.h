@@ -81,8 +81,9 @@ struct SpannerWriterOptions {
   // Configurations that work but do not do what they seem to: max_batch_mutations above
   // max_batch_cells can never bind; max_commit_delay is not sent with BatchWrite.
   std::vector<std::string> warnings() const;
-  // The most time one write of a batch can take: A attempts of T each plus the A-1 jittered
-  // backoffs, A×T + (1 + 0.25) × Σ(i=1..A-1) min(Bmax, B0 × 2^(i-1)). 369.375 s by default.
+  // The most time the BatchWrite calls of one batch can take: A attempts of T each plus the
+  // A-1 jittered backoffs, A×T + (1 + 0.25) × Σ(i=1..A-1) min(Bmax, B0 × 2^(i-1)); 369.375 s
+  // by default. Getting a session (creating one, waiting for a free one) is not included.
   std::chrono::milliseconds worst_case_write_time() const;
 };
 

@@ -467,6 +467,19 @@ TEST(CheckpointStorageTest, AMetadataThatIsNotARegularFileOrIsHugeIsDamage) {
     EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss) << kind << ": " << read.status();
     EXPECT_THAT(std::string(read.status().message()), HasSubstr("_metadata")) << kind;
   }
+  // A state file is held to the same rules, and to the size its checkpoint recorded.
+  const std::string chk = WriteSmallCheckpoint(TempDir("state-fifo"));
+  const std::string state = chk + "/op-source-0.state";
+  fs::remove(state);
+  ASSERT_EQ(mkfifo(state.c_str(), 0600), 0);
+  auto fifo = runtime::CheckpointStorage::read(chk);
+  EXPECT_EQ(fifo.status().code(), absl::StatusCode::kDataLoss) << fifo.status();
+  EXPECT_THAT(std::string(fifo.status().message()), HasSubstr("not a regular file"));
+  const std::string grown = WriteSmallCheckpoint(TempDir("state-grown"));
+  fs::resize_file(grown + "/op-sink-0.state", 1ULL << 30);  // sparse
+  auto big = runtime::CheckpointStorage::read(grown);
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kDataLoss) << big.status();
+  EXPECT_THAT(std::string(big.status().message()), HasSubstr("op-sink-0.state is corrupt"));
 }
 
 TEST(CheckpointStorageTest, RetentionCoversEveryCheckpointOfTheJobFolderAndDeadLeftovers) {

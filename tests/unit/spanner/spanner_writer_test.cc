@@ -364,8 +364,10 @@ TEST_F(SpannerWriterTest, AStreamCutPartWayReSendsOnlyTheGroupsItNeverReported) 
 }
 
 // Off by default (replayed inserts are refused ALREADY_EXISTS, which a dropping handler
-// absorbs); once set, a stream Spanner refuses whole fails the job instead of being dropped.
-TEST_F(SpannerWriterTest, MaxConsecutiveRejectionsFailsAStreamRefusedWhole) {
+// absorbs). Once set, a run of refusals fails the job after the handler saw the last of them;
+// the run is counted in the order verdicts arrive, so successes reported between refusals of
+// one call break it even though refusals are routed after the call's successes.
+TEST_F(SpannerWriterTest, MaxConsecutiveRejectionsCountsRunsInTheOrderVerdictsArrive) {
   stub_->on_batch_write = [](std::size_t, const sp::BatchWriteRequest& r) {
     return testing::FakeSpannerStub::All(r, absl::InvalidArgumentError("no such column"));
   };
@@ -376,11 +378,29 @@ TEST_F(SpannerWriterTest, MaxConsecutiveRejectionsFailsAStreamRefusedWhole) {
     ASSERT_TRUE(w->close().ok());
   }
   options_.max_consecutive_rejections = 3;
-  auto w = writer(builder().failed_mutation_handler(connector::FailureHandler::log_and_drop()));
-  absl::Status s = write_all(*w, 5, "g");
-  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
-  EXPECT_THAT(std::string(s.message()), HasSubstr("max_consecutive_rejections"));
-  (void)w->close();
+  {
+    auto w = writer(builder().failed_mutation_handler(recording()));
+    absl::Status s = write_all(*w, 5, "g");
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("max_consecutive_rejections (3)"));
+    EXPECT_EQ(recorded_->codes.size(), 3u)
+        << "the handler saw the third refusal, then the job failed";
+    (void)w->close();
+  }
+  // Refused, applied, refused, applied, ... in one call: never three refusals in a row.
+  stub_->on_batch_write = [](std::size_t, const sp::BatchWriteRequest& r) {
+    BatchCallResult out;
+    for (int i = 0; i < r.mutation_groups_size(); ++i) {
+      out.entries.emplace_back(
+          i, i % 2 == 0 ? absl::InvalidArgumentError("no such column") : absl::OkStatus());
+    }
+    return out;
+  };
+  recorded_->codes.clear();
+  auto w = writer(builder().failed_mutation_handler(recording()));
+  ASSERT_TRUE(write_all(*w, 8, "h").ok()) << "four refusals, each followed by a success";
+  EXPECT_EQ(recorded_->codes.size(), 4u);
+  ASSERT_TRUE(w->close().ok());
   SpannerWriterOptions zero;
   zero.max_consecutive_rejections = 0;
   EXPECT_THAT(std::string(zero.validate().message()), HasSubstr("max_consecutive_rejections"));
@@ -455,18 +475,20 @@ TEST_F(SpannerWriterTest, EveryAttemptStallingSpendsExactlyTheDocumentedWorstCas
   absl::Status s = write_all(*w, 1);
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("after 10 attempts"));
-  std::lock_guard lock(mu);
-  // Attempt k starts (k - 1) x 30 s plus the backoffs before it: 625, 1250, 2500, 5000, 10000,
-  // then 12500 (the 10 s cap, +25 %).
-  const std::vector<std::chrono::milliseconds> expected = {
-      0ms, 30625ms, 61875ms, 94375ms, 129375ms, 169375ms, 211875ms, 254375ms, 296875ms, 339375ms};
-  EXPECT_EQ(sent, expected);
-  EXPECT_EQ(timeouts, std::vector<std::chrono::milliseconds>(10, 30000ms))
-      << "every attempt gets a whole batch_write_timeout";
-  EXPECT_EQ(failed_at, options_.worst_case_write_time());
-  EXPECT_EQ(options_.worst_case_write_time(), 369375ms);
-  EXPECT_EQ(context_.metric("errorClass.DEADLINE_EXCEEDED.errors"), 10)
-      << "nine retried verdicts and the final one";
+  {
+    std::lock_guard lock(mu);
+    // Attempt k starts (k - 1) x 30 s plus the backoffs before it: 625, 1250, 2500, 5000, 10000,
+    // then 12500 (the 10 s cap, +25 %).
+    const std::vector<std::chrono::milliseconds> expected = {
+        0ms, 30625ms, 61875ms, 94375ms, 129375ms, 169375ms, 211875ms, 254375ms, 296875ms, 339375ms};
+    EXPECT_EQ(sent, expected);
+    EXPECT_EQ(timeouts, std::vector<std::chrono::milliseconds>(10, 30000ms))
+        << "every attempt gets a whole batch_write_timeout";
+    EXPECT_EQ(failed_at, options_.worst_case_write_time());
+    EXPECT_EQ(options_.worst_case_write_time(), 369375ms);
+    EXPECT_EQ(context_.metric("errorClass.DEADLINE_EXCEEDED.errors"), 10)
+        << "nine retried verdicts and the final one";
+  }
   (void)w->close();
 }
 
