@@ -304,8 +304,13 @@ absl::Status Check(const sp::Type& type, const ProtoValue& v, int depth) {
 void Canonicalize(const sp::Type& type, ProtoValue& value) {
   if (value.kind_case() == ProtoValue::kNullValue) return;
   if (type.code() == sp::TIMESTAMP) {
-    if (value.string_value() == kCommitTimestamp) return;
-    if (absl::StatusOr<absl::Time> t = ParseTimestamp(value.string_value()); t.ok()) {
+    const std::string& text = value.string_value();
+    // What Check accepted with an uppercase 'T' and a 'Z' is already a form Spanner takes (the
+    // usual case, every result row's): no second parse.
+    if (text == kCommitTimestamp || (text.size() > 10 && text[10] == 'T' && text.back() == 'Z')) {
+      return;
+    }
+    if (absl::StatusOr<absl::Time> t = ParseTimestamp(text); t.ok()) {
       value.set_string_value(FormatTimestamp(*t));
     }
   } else if (type.code() == sp::ARRAY) {
