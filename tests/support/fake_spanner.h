@@ -128,8 +128,15 @@ class FakeSpannerStub final : public spanner::SpannerStub {
     std::string session;
     std::string resume_token;
     std::string partition_token;
+    std::string transaction_id;
+    bool data_boost = false;
+    google::spanner::v1::RequestOptions::Priority priority =
+        google::spanner::v1::RequestOptions::PRIORITY_UNSPECIFIED;
+    std::string sql;  // empty for a StreamingRead
   };
   std::function<StreamScript(std::size_t, const std::string&)> on_stream;
+  // The same with the whole call (partition token, transaction, options); wins over on_stream.
+  std::function<StreamScript(std::size_t, const StreamCall&)> on_call;
   // Commit `n`'s answer; unset answers OK with a commit timestamp.
   std::function<absl::StatusOr<google::spanner::v1::CommitResponse>(
       std::size_t, const google::spanner::v1::CommitRequest&)>
@@ -150,12 +157,16 @@ class FakeSpannerStub final : public spanner::SpannerStub {
   std::unique_ptr<spanner::PartialResultSetStream> execute_streaming_sql(
       std::shared_ptr<const google::spanner::v1::ExecuteSqlRequest> request,
       std::chrono::milliseconds) override {
-    return stream({request->session(), request->resume_token(), request->partition_token()});
+    return stream({request->session(), request->resume_token(), request->partition_token(),
+                   request->transaction().id(), request->data_boost_enabled(),
+                   request->request_options().priority(), request->sql()});
   }
   std::unique_ptr<spanner::PartialResultSetStream> streaming_read(
       std::shared_ptr<const google::spanner::v1::ReadRequest> request,
       std::chrono::milliseconds) override {
-    return stream({request->session(), request->resume_token(), request->partition_token()});
+    return stream({request->session(), request->resume_token(), request->partition_token(),
+                   request->transaction().id(), request->data_boost_enabled(),
+                   request->request_options().priority(), ""});
   }
 
   // BeginTransaction `n` and PartitionQuery/PartitionRead `n` fail with this when not OK.
@@ -163,15 +174,20 @@ class FakeSpannerStub final : public spanner::SpannerStub {
   std::function<absl::Status(std::size_t)> on_partition;
 
   void async_begin_transaction(
-      std::shared_ptr<const google::spanner::v1::BeginTransactionRequest>,
+      std::shared_ptr<const google::spanner::v1::BeginTransactionRequest> request,
       std::chrono::milliseconds,
       std::function<void(absl::StatusOr<google::spanner::v1::Transaction>)> done) override {
+    {
+      std::lock_guard lock(mu_);
+      begin_requests_.push_back(*request);
+    }
     const int n = begin_calls_.fetch_add(1);
     if (on_begin) {
       if (absl::Status s = on_begin(static_cast<std::size_t>(n)); !s.ok()) return done(s);
     }
     google::spanner::v1::Transaction tx;
     tx.set_id("tx" + std::to_string(begins_.fetch_add(1)));
+    tx.mutable_read_timestamp()->set_seconds(read_timestamp_seconds);
     done(std::move(tx));
   }
   void async_commit(
@@ -197,16 +213,42 @@ class FakeSpannerStub final : public spanner::SpannerStub {
     done(absl::OkStatus());
   }
   void async_partition_query(
-      std::shared_ptr<const google::spanner::v1::PartitionQueryRequest>, std::chrono::milliseconds,
+      std::shared_ptr<const google::spanner::v1::PartitionQueryRequest> request,
+      std::chrono::milliseconds,
       std::function<void(absl::StatusOr<google::spanner::v1::PartitionResponse>)> done) override {
+    {
+      std::lock_guard lock(mu_);
+      partition_queries_.push_back(*request);
+    }
     done(partition());
   }
   void async_partition_read(
-      std::shared_ptr<const google::spanner::v1::PartitionReadRequest>, std::chrono::milliseconds,
+      std::shared_ptr<const google::spanner::v1::PartitionReadRequest> request,
+      std::chrono::milliseconds,
       std::function<void(absl::StatusOr<google::spanner::v1::PartitionResponse>)> done) override {
+    {
+      std::lock_guard lock(mu_);
+      partition_reads_.push_back(*request);
+    }
     done(partition());
   }
   int partition_calls() const { return partition_calls_.load(); }
+  // How many partitions PartitionQuery/PartitionRead return ("p0", "p1", ...), and the read
+  // timestamp BeginTransaction reports (seconds since the epoch).
+  int partitions = 2;
+  std::int64_t read_timestamp_seconds = 1700000000;
+  std::vector<google::spanner::v1::BeginTransactionRequest> begin_requests() const {
+    std::lock_guard lock(mu_);
+    return begin_requests_;
+  }
+  std::vector<google::spanner::v1::PartitionQueryRequest> partition_queries() const {
+    std::lock_guard lock(mu_);
+    return partition_queries_;
+  }
+  std::vector<google::spanner::v1::PartitionReadRequest> partition_reads() const {
+    std::lock_guard lock(mu_);
+    return partition_reads_;
+  }
 
   std::vector<StreamCall> streams() const {
     std::lock_guard lock(mu_);
@@ -277,8 +319,9 @@ class FakeSpannerStub final : public spanner::SpannerStub {
       if (absl::Status s = on_partition(static_cast<std::size_t>(n)); !s.ok()) return s;
     }
     google::spanner::v1::PartitionResponse response;
-    response.add_partitions()->set_partition_token("p0");
-    response.add_partitions()->set_partition_token("p1");
+    for (int i = 0; i < partitions; ++i) {
+      response.add_partitions()->set_partition_token("p" + std::to_string(i));
+    }
     return response;
   }
   std::unique_ptr<spanner::PartialResultSetStream> stream(StreamCall call) {
@@ -288,7 +331,9 @@ class FakeSpannerStub final : public spanner::SpannerStub {
       index = streams_.size();
       streams_.push_back(call);
     }
-    StreamScript script = on_stream ? on_stream(index, call.resume_token) : StreamScript{};
+    StreamScript script = on_call     ? on_call(index, call)
+                          : on_stream ? on_stream(index, call.resume_token)
+                                      : StreamScript{};
     const bool hang = script.hang;
     auto stream = std::make_unique<ScriptedStream>(std::move(script));
     stream->hang_ = hang;
@@ -300,6 +345,9 @@ class FakeSpannerStub final : public spanner::SpannerStub {
   std::vector<StreamCall> streams_;
   std::vector<google::spanner::v1::CommitRequest> commits_;
   std::vector<std::string> rollbacks_;
+  std::vector<google::spanner::v1::BeginTransactionRequest> begin_requests_;
+  std::vector<google::spanner::v1::PartitionQueryRequest> partition_queries_;
+  std::vector<google::spanner::v1::PartitionReadRequest> partition_reads_;
   std::atomic<int> begins_{0};
   std::atomic<int> begin_calls_{0};
   std::atomic<int> partition_calls_{0};

@@ -19,17 +19,13 @@
 #include "gcpstream/connector/lineage.h"
 #include "gcpstream/connector/serialization.h"
 #include "gcpstream/spanner/admin/database_admin.h"
+#include "gcpstream/spanner/client/make_stub.h"
 #include "gcpstream/spanner/client/mutation.h"
 #include "gcpstream/spanner/sink/spanner_sink_adapter.h"
 #include "gcpstream/spanner/sink/spanner_writer_options.h"
 #include "gcpstream/util/scheduler.h"
 
 namespace gcpstream::spanner {
-
-// The client the sink writes through: one channel to `client`'s endpoint (the service, or an
-// emulator, or the BatchWrite stand-in in front of one).
-absl::StatusOr<std::shared_ptr<SpannerStub>> MakeSpannerStub(
-    const connector::ClientOptions& client);
 
 // Writes each record as one Spanner mutation with BatchWrite, one mutation per mutation group,
 // at least once. The destination is a database; the table is the mutation's own, so one sink

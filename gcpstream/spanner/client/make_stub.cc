@@ -1,4 +1,6 @@
-#include "gcpstream/spanner/sink/spanner_sink.h"
+#include "gcpstream/spanner/client/make_stub.h"
+
+#include "gcpstream/api/status_macros.h"
 
 namespace gcpstream::spanner {
 
