@@ -177,22 +177,15 @@ class SpannerSource final : public Source<T, SpannerPartitionSplit, SpannerSourc
   }
 
  private:
-  // Delivers the deserializer's records to the split's output; remembers the first refusal.
+  // Keeps the deserializer's records until it returned, so that a failure downstream (the
+  // chained operators run inside SourceOutput::collect) is never taken for the deserializer's.
   class RowCollector final : public Collector<T> {
    public:
-    explicit RowCollector(SourceOutput<T>& out) : out_(out) {}
-    void collect(T value) override {
-      ++count_;
-      if (!status_.ok()) return;
-      status_ = out_.collect(std::move(value));
-    }
-    int count() const { return count_; }
-    const absl::Status& status() const { return status_; }
+    explicit RowCollector(std::vector<T>& records) : records_(records) {}
+    void collect(T value) override { records_.push_back(std::move(value)); }
 
    private:
-    SourceOutput<T>& out_;
-    int count_ = 0;
-    absl::Status status_;
+    std::vector<T>& records_;
   };
 
   class Emitter final : public RecordEmitter<Row, T, SpannerPartitionSplit> {
@@ -205,7 +198,8 @@ class SpannerSource final : public Source<T, SpannerPartitionSplit, SpannerSourc
                              SpannerPartitionSplit& split) override {
       rows_read_.inc_single_writer();
       split.started = true;
-      RowCollector out(output);
+      records_.clear();
+      RowCollector out(records_);
       absl::Status status;
       try {
         status = deserializer_(row, out);
@@ -217,13 +211,14 @@ class SpannerSource final : public Source<T, SpannerPartitionSplit, SpannerSourc
                             absl::StrCat("SpannerSource: the deserializer failed on a row of ",
                                          split.split_id(), ": ", status.message()));
       }
-      GCP_RETURN_IF_ERROR(out.status());
-      if (out.count() == 0) skipped_.inc_single_writer();
+      if (records_.empty()) skipped_.inc_single_writer();
+      for (T& record : records_) GCP_RETURN_IF_ERROR(output.collect(std::move(record)));
       return absl::OkStatus();
     }
 
    private:
     SpannerRowDeserializer<T> deserializer_;
+    std::vector<T> records_;  // reused: one row's records
     Counter& rows_read_;
     Counter& skipped_;
   };

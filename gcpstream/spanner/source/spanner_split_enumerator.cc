@@ -129,11 +129,14 @@ absl::Status CheckBatchReadRestorable(SpannerDataClient& client, const BatchTran
   if (!read.ok()) return WithContext(read, "SpannerSource: reading version_retention_period");
   // Spanner's default when the database sets none.
   absl::Duration retention = absl::Hours(1);
+  std::string retention_text = "1h (the default)";
   if (!reported.empty()) {
     auto parsed = ParseRetentionPeriod(reported);
     if (parsed.ok()) {
       retention = *parsed;
+      retention_text = reported;
     } else {
+      retention_text = fmt::format("1h (assumed: the database reported \"{}\")", reported);
       spdlog::warn("SpannerSource: version_retention_period \"{}\" not understood; assuming 1h",
                    reported);
     }
@@ -145,7 +148,7 @@ absl::Status CheckBatchReadRestorable(SpannerDataClient& client, const BatchTran
         "snapshot. Start the read afresh without this state, or raise the retention before a "
         "long read",
         tx.read_timestamp, absl::FormatDuration(absl::Trunc(now - snapshot, absl::Seconds(1))),
-        reported.empty() ? "1h (the default)" : reported));
+        retention_text));
   }
   sp::ExecuteSqlRequest probe;
   probe.set_sql("SELECT 1");

@@ -9,6 +9,8 @@
 
 #include <map>
 #include <mutex>
+#include <set>
+#include <thread>
 
 #include "gcpstream/runtime/builtin/collect_sink.h"
 #include "gcpstream/runtime/stream_execution_environment.h"
@@ -37,6 +39,27 @@ sp::PartialResultSet Rows(const std::string& prefix, int rows, std::size_t pad =
   }
   part.set_resume_token("t");
   return part;
+}
+
+// What the database_options query answers for version_retention_period (no row when empty).
+FakeSpannerStub::StreamScript Retention(const std::string& retention) {
+  sp::PartialResultSet part;
+  auto* f = part.mutable_metadata()->mutable_row_type()->add_fields();
+  f->set_name("OPTION_VALUE");
+  f->mutable_type()->set_code(sp::STRING);
+  if (!retention.empty()) part.add_values()->set_string_value(retention);
+  return FakeSpannerStub::StreamScript{{part}, absl::OkStatus()};
+}
+bool IsRetentionQuery(const FakeSpannerStub::StreamCall& call) {
+  return call.sql.find("version_retention_period") != std::string::npos;
+}
+
+// The retention query answers `retention` (none when empty); the probe answers `probe`.
+void ScriptRestoreChecks(FakeSpannerStub& stub, std::string retention, absl::Status probe) {
+  stub.on_call = [retention, probe](std::size_t, const FakeSpannerStub::StreamCall& call) {
+    if (IsRetentionQuery(call)) return Retention(retention);
+    return FakeSpannerStub::StreamScript{{}, probe};
+  };
 }
 
 SpannerReadOperation Query() { return SpannerReadOperation::query("SELECT Id, N FROM T"); }
@@ -350,21 +373,6 @@ TEST(SpannerSourceRestoreTest, ParsesRetentionPeriodsAsSpannerReportsThem) {
   }
 }
 
-// The retention query answers `retention` (none when empty); the probe answers `probe`.
-void ScriptRestoreChecks(FakeSpannerStub& stub, std::string retention, absl::Status probe) {
-  stub.on_call = [retention, probe](std::size_t, const FakeSpannerStub::StreamCall& call) {
-    if (call.sql.find("version_retention_period") != std::string::npos) {
-      sp::PartialResultSet part;
-      auto* f = part.mutable_metadata()->mutable_row_type()->add_fields();
-      f->set_name("OPTION_VALUE");
-      f->mutable_type()->set_code(sp::STRING);
-      if (!retention.empty()) part.add_values()->set_string_value(retention);
-      return FakeSpannerStub::StreamScript{{part}, absl::OkStatus()};
-    }
-    return FakeSpannerStub::StreamScript{{}, probe};
-  };
-}
-
 TEST(SpannerSourceRestoreTest, ASnapshotOlderThanTheRetentionIsRefusedNamingBoth) {
   auto stub = std::make_shared<FakeSpannerStub>();
   SpannerReadClient client("projects/p/instances/i/databases/d", stub);
@@ -473,6 +481,60 @@ TEST(SpannerSourceJobTest, ADeserializerThatEmitsNothingSkipsAndOneThatFailsFail
   EXPECT_EQ(failed.status.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(failed.status.message(), HasSubstr("Missing"));
   EXPECT_THAT(failed.status.message(), HasSubstr("Id, N"));
+}
+
+TEST(SpannerSourceJobTest, ARestartReadsOnlyThePartitionInFlightAgainInTheSameTransaction) {
+  auto stub = std::make_shared<FakeSpannerStub>();
+  stub->partitions = 4;
+  stub->read_timestamp_seconds = absl::ToUnixSeconds(absl::Now());
+  stub->on_call = [](std::size_t, const FakeSpannerStub::StreamCall& call) {
+    if (IsRetentionQuery(call)) return Retention("1h");
+    return FakeSpannerStub::StreamScript{{Rows(call.partition_token + "-", 100)}, absl::OkStatus()};
+  };
+  auto source = Builder(stub).build();
+  ASSERT_TRUE(source.ok());
+  auto seen = std::make_shared<std::map<std::string, int>>();
+  auto mu = std::make_shared<std::mutex>();
+  auto failed = std::make_shared<std::atomic<bool>>(false);
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  env.enable_checkpointing(5ms);
+  env.config().restart_strategy.kind = runtime::RestartStrategyKind::kFixedDelay;
+  env.config().restart_strategy.max_attempts = 1;
+  env.config().restart_strategy.delay = 1ms;
+  env.from_source(*source, WatermarkStrategy<std::string>::no_watermarks(), "spanner")
+      .map(
+          [failed](const std::string& v) {
+            std::this_thread::sleep_for(500us);  // 50 ms a partition: checkpoints between them
+            if (v == "p2-50" && !failed->exchange(true)) throw std::runtime_error("injected");
+            return v;
+          },
+          "slow")
+      .sink_to(std::make_shared<ForEachSink<std::string>>([seen, mu](const std::string& v) {
+                 std::lock_guard lock(*mu);
+                 ++(*seen)[v];
+               }),
+               "seen");
+  auto result = env.execute("restart");
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  ASSERT_EQ(result.restarts, 1);
+  EXPECT_EQ(seen->size(), 400u);
+  std::map<std::string, int> opened;
+  std::set<std::string> transactions;
+  for (const auto& call : stub->streams()) {
+    if (call.partition_token.empty()) continue;  // the restore's checks
+    ++opened[call.partition_token];
+    transactions.insert(call.transaction_id);
+  }
+  EXPECT_EQ(opened["p0"], 1) << "a finished partition was read again";
+  EXPECT_EQ(opened["p1"], 1) << "a finished partition was read again";
+  EXPECT_EQ(opened["p2"], 2) << "the partition in flight is read again from its start";
+  EXPECT_EQ(opened["p3"], 1);
+  EXPECT_EQ(transactions.size(), 1u) << "the restart must rejoin the same transaction";
+  EXPECT_EQ(stub->begins(), 1);
+  EXPECT_EQ((*seen)["p2-0"], 2);
+  EXPECT_EQ((*seen)["p1-0"], 1);
+  EXPECT_THAT(result.status.message(), ::testing::Not(HasSubstr("deserializer")));
 }
 
 TEST(SpannerSourceJobTest, LineageNamesTheTableOfATableReadAndTheDatabaseOfAQuery) {
