@@ -1,6 +1,7 @@
 #include "gcpstream/pipeline/describe.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -39,6 +40,19 @@ std::string SourceLine(const SourceSpec& source) {
                                                                            : "JSON (auto)";
     return fmt::format("file {} ({}, bounded, splits of ~{} bytes, checkpointed offsets)", f->path,
                        format, f->split_bytes);
+  }
+  if (const auto* s = std::get_if<SpannerSourceSpec>(&source)) {
+    const std::string what =
+        s->query ? fmt::format("query \"{}\"", *s->query)
+                 : fmt::format("table {}{} ({})", s->table.value_or(""),
+                               s->index ? " through index " + *s->index : std::string(),
+                               fmt::join(s->columns, ", "));
+    return fmt::format(
+        "spanner {} {} at {} (bounded, one partition per split, a restore re-reads unfinished "
+        "partitions at the same snapshot{})",
+        connector::DatabaseDestination::of(s->project, s->instance, s->database).resource_name(),
+        what, s->options.timestamp_bound.to_string(),
+        s->emulator_endpoint ? ", emulator " + *s->emulator_endpoint : "");
   }
   const auto& p = std::get<PubSubSourceSpec>(source);
   std::string subs;
@@ -112,6 +126,15 @@ std::vector<std::pair<std::string, LineageVertex>> PipelineLineage(const Pipelin
   std::vector<std::pair<std::string, LineageVertex>> out;
   if (const auto* f = std::get_if<FileSourceSpec>(&spec.source)) {
     out.emplace_back("source", FileSource(*f).lineage_vertex());
+  } else if (const auto* s = std::get_if<SpannerSourceSpec>(&spec.source)) {
+    LineageVertex v;
+    v.role = LineageVertex::Role::kSource;
+    v.connector = "spanner";
+    v.bounded = true;
+    const auto db = connector::DatabaseDestination::of(s->project, s->instance, s->database);
+    v.datasets.push_back(s->table ? connector::SpannerDataset(db, *s->table)
+                                  : connector::SpannerDatabaseDataset(db));
+    out.emplace_back("source", std::move(v));
   } else {
     LineageVertex v;
     v.role = LineageVertex::Role::kSource;

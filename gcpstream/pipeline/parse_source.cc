@@ -3,6 +3,8 @@
 
 #include "absl/time/time.h"
 #include "gcpstream/pipeline/internal/spec_sections.h"
+#include "gcpstream/spanner/admin/database_admin.h"
+#include "gcpstream/spanner/client/value.h"
 
 namespace gcpstream::pipeline::internal {
 namespace {
@@ -154,15 +156,83 @@ PubSubSourceSpec ParsePubSubSource(YamlMap& m) {
   return spec;
 }
 
+SpannerSourceSpec ParseSpannerSource(YamlMap& m) {
+  SpannerSourceSpec spec;
+  YamlContext& ctx = m.context();
+  spec.project = m.required_string("project");
+  spec.instance = m.required_string("instance");
+  spec.database = m.required_string("database");
+  if (!spec.project.empty() && !spec.instance.empty() && !spec.database.empty()) {
+    m.check("database", spanner::ValidateDatabaseDestination(connector::DatabaseDestination::of(
+                            spec.project, spec.instance, spec.database)));
+  }
+  spec.query = m.optional_string("query");
+  spec.table = m.optional_string("table");
+  spec.index = m.optional_string("index");
+  spec.columns = m.string_list("columns");
+  if (spec.query.has_value() == spec.table.has_value()) {
+    ctx.fail(m.mark(), m.key_path(spec.query ? "table" : "query"),
+             "a Spanner source reads either a query or a table (with columns), never both; set "
+             "exactly one of query and table");
+  } else if (spec.query && (spec.index || !spec.columns.empty())) {
+    ctx.fail(m.mark(), m.key_path(spec.index ? "index" : "columns"),
+             "index and columns belong to a table read; a query names its own columns");
+  } else if (spec.table && spec.columns.empty()) {
+    ctx.fail(m.mark(), m.key_path("columns"), "a table read needs the list of columns to read");
+  }
+  auto& o = spec.options;
+  const std::string bound =
+      m.choice("timestamp_bound", "strong", {"strong", "read_timestamp", "exact_staleness"});
+  auto read_timestamp = m.optional_string("read_timestamp");
+  auto staleness = m.optional_duration(
+      "exact_staleness", "none",
+      DurationRange{std::chrono::milliseconds(0), std::chrono::hours(24 * 7), true});
+  if ((bound == "read_timestamp") != read_timestamp.has_value()) {
+    ctx.fail(m.mark(), m.key_path("read_timestamp"),
+             "is required with timestamp_bound read_timestamp and allowed only there");
+  } else if ((bound == "exact_staleness") != staleness.has_value()) {
+    ctx.fail(m.mark(), m.key_path("exact_staleness"),
+             "is required with timestamp_bound exact_staleness and allowed only there");
+  } else if (read_timestamp) {
+    auto t = spanner::ParseTimestamp(*read_timestamp);
+    if (!t.ok()) {
+      m.check("read_timestamp", absl::InvalidArgumentError(
+                                    fmt::format("'{}' is not an RFC 3339 time", *read_timestamp)));
+    } else {
+      o.timestamp_bound = spanner::TimestampBound::read_timestamp(*t);
+    }
+  } else if (staleness) {
+    o.timestamp_bound = spanner::TimestampBound::exact_staleness(*staleness);
+  }
+  o.max_partitions = m.optional_integer("max_partitions", "the service decides", kCount);
+  o.partition_size_bytes =
+      m.optional_integer("partition_size_bytes", "the service decides", kBytes);
+  o.data_boost_enabled = m.boolean("data_boost_enabled", false);
+  const std::string priority =
+      m.choice("rpc_priority", "unset", {"unset", "LOW", "MEDIUM", "HIGH"});
+  if (priority == "LOW") o.rpc_priority = google::spanner::v1::RequestOptions::PRIORITY_LOW;
+  if (priority == "MEDIUM") o.rpc_priority = google::spanner::v1::RequestOptions::PRIORITY_MEDIUM;
+  if (priority == "HIGH") o.rpc_priority = google::spanner::v1::RequestOptions::PRIORITY_HIGH;
+  o.max_rows_per_fetch =
+      static_cast<int>(m.integer("max_rows_per_fetch", o.max_rows_per_fetch, IntRange{1, 1000000}));
+  o.max_bytes_per_fetch = static_cast<std::size_t>(
+      m.integer("max_bytes_per_fetch", static_cast<std::int64_t>(o.max_bytes_per_fetch), kBytes));
+  spec.emulator_endpoint = m.optional_string("emulator_endpoint");
+  spec.service_account_key_file = m.optional_string("service_account_key_file");
+  return spec;
+}
+
 SourceSpec ParseSource(YamlMap m) {
-  const std::string type = m.choice("type", "file", {"file", "pubsub"});
+  const std::string type = m.choice("type", "file", {"file", "pubsub", "spanner"});
   if (!m.has("type") && m.present()) {
     m.context().fail(m.mark(), m.key_path("type"),
-                     "required key is missing; allowed values: file, pubsub");
+                     "required key is missing; allowed values: file, pubsub, spanner");
   }
   SourceSpec spec;
   if (type == "pubsub") {
     spec = ParsePubSubSource(m);
+  } else if (type == "spanner") {
+    spec = ParseSpannerSource(m);
   } else {
     spec = ParseFileSource(m);
   }

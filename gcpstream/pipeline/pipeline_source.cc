@@ -2,12 +2,16 @@
 
 #include "gcpstream/pipeline/file_source.h"
 #include "gcpstream/pipeline/pubsub_source_factory.h"
+#include "gcpstream/pipeline/spanner_source_factory.h"
 
 namespace gcpstream::pipeline {
 
 absl::StatusOr<PipelineSource> MakePipelineSource(const SourceSpec& spec) {
   if (const auto* file = std::get_if<FileSourceSpec>(&spec)) {
     return PipelineSource::of(std::make_shared<FileSource>(*file), "file");
+  }
+  if (const auto* spanner = std::get_if<SpannerSourceSpec>(&spec)) {
+    return MakeSpannerPipelineSource(*spanner);
   }
   return MakePubSubPipelineSource(std::get<PubSubSourceSpec>(spec));
 }

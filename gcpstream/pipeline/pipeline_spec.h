@@ -18,6 +18,7 @@
 #include "gcpstream/pubsub/sink/pubsub_publisher_options.h"
 #include "gcpstream/runtime/checkpoint_config.h"
 #include "gcpstream/spanner/sink/spanner_writer_options.h"
+#include "gcpstream/spanner/source/spanner_read_operation.h"
 #include "gcpstream/tasks/sink/cloud_tasks_writer_options.h"
 
 // The parsed form of a pipeline file (see docs/cli.md for the YAML reference). Plain value
@@ -34,7 +35,23 @@ struct FileSourceSpec {
   std::int64_t split_bytes = 4 * 1024 * 1024;
 };
 
-using SourceSpec = std::variant<FileSourceSpec, PubSubSourceSpec>;
+// `source: {type: spanner}`: a bounded read of a Spanner database at one snapshot (a query, or
+// a table read optionally through an index). Each row becomes a record whose fields are the
+// columns (see SpannerRowToJson).
+struct SpannerSourceSpec {
+  std::string project;
+  std::string instance;
+  std::string database;
+  std::optional<std::string> query;
+  std::optional<std::string> table;
+  std::optional<std::string> index;
+  std::vector<std::string> columns;
+  spanner::SpannerSourceOptions options;
+  std::optional<std::string> emulator_endpoint;
+  std::optional<std::string> service_account_key_file;
+};
+
+using SourceSpec = std::variant<FileSourceSpec, PubSubSourceSpec, SpannerSourceSpec>;
 
 // One field comparison of a keep/drop filter.
 struct FieldComparison {

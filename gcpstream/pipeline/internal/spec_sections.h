@@ -10,6 +10,7 @@ namespace gcpstream::pipeline::internal {
 
 SourceSpec ParseSource(YamlMap section);
 PubSubSourceSpec ParsePubSubSource(YamlMap& section);
+SpannerSourceSpec ParseSpannerSource(YamlMap& section);
 TransformSpec ParseTransform(YamlMap section);
 SinkSpec ParseSink(YamlMap section);
 FailureHandlerSpec ParseFailureHandler(YamlContext& ctx, const YAML::Node& node);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "absl/strings/str_join.h"
+#include "gcpstream/util/absl_fmt.h"
 
 namespace gcpstream::spanner {
 
@@ -19,7 +20,12 @@ absl::StatusOr<Value> Row::get(std::size_t i) const {
     return absl::OutOfRangeError(
         fmt::format("column {} of a row with {} columns", i, values_.size()));
   }
-  return Value::FromProto(type(i), values_[i]);
+  absl::StatusOr<Value> value = Value::FromProto(type(i), values_[i]);
+  if (!value.ok()) {
+    return absl::Status(value.status().code(),
+                        fmt::format("column {}: {}", name(i), value.status().message()));
+  }
+  return value;
 }
 
 absl::StatusOr<Value> Row::get(std::string_view name) const {

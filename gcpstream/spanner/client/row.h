@@ -28,7 +28,7 @@ class Row {
   const std::string& name(std::size_t i) const;
   const google::spanner::v1::Type& type(std::size_t i) const;
   // The value of column `i`: OUT_OF_RANGE past the end; what Value::FromProto answers for a
-  // value that does not match its type.
+  // value that does not match its type (INVALID_ARGUMENT, UNIMPLEMENTED), naming the column.
   absl::StatusOr<Value> get(std::size_t i) const;
   // The first column named `name` (exact match): NOT_FOUND naming the columns there are.
   absl::StatusOr<Value> get(std::string_view name) const;

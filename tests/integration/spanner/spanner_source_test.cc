@@ -265,5 +265,31 @@ TEST_F(SpannerSourceIT, ARestartReadsTheUnfinishedPartitionsAgainAtTheSameSnapsh
   EXPECT_THAT(result.status.message(), ::testing::Not(HasSubstr("deserializer")));
 }
 
+TEST_F(SpannerSourceIT, TheRestoreCheckPassesALiveSnapshotAndRefusesAnExpiredOrLostOne) {
+  CreateDatabase(Dialect::kGoogleSql);
+  Insert("r", 0, 10);
+  auto planned =
+      PlanBatchRead(client_->data(), SpannerReadOperation::query("SELECT Id FROM T"), {});
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  const BatchTransactionRef tx = planned->transaction;
+  const absl::Time snapshot = *ParseTimestamp(tx.read_timestamp);
+  EXPECT_TRUE(CheckBatchReadRestorable(client_->data(), tx, snapshot + absl::Minutes(5)).ok());
+
+  const absl::Status expired =
+      CheckBatchReadRestorable(client_->data(), tx, snapshot + absl::Hours(2));
+  EXPECT_EQ(expired.code(), absl::StatusCode::kFailedPrecondition) << expired;
+  EXPECT_THAT(expired.message(), HasSubstr(tx.read_timestamp));
+  EXPECT_THAT(expired.message(), HasSubstr("version_retention_period"));
+  // The emulator reports no retention row for a database that sets none: the default applies.
+  EXPECT_THAT(expired.message(), HasSubstr("1h (the default)"));
+
+  BatchTransactionRef lost = tx;
+  lost.session = db_.resource_name() + "/sessions/gone";
+  const absl::Status gone = CheckBatchReadRestorable(client_->data(), lost, snapshot);
+  EXPECT_FALSE(gone.ok());
+  EXPECT_EQ(gone.code(), absl::StatusCode::kFailedPrecondition) << gone;
+  EXPECT_THAT(gone.message(), HasSubstr("sessions/gone")) << gone;
+}
+
 }  // namespace
 }  // namespace gcpstream::spanner
