@@ -1,0 +1,191 @@
+// The Spanner snapshot source against a raw read of the same partitions, on the emulator.
+//
+// Both sides read one table of --rows rows at one snapshot: the planning is the source's own
+// (PlanBatchRead), then
+//  - raw: one ExecuteStreamingSql per partition, in turn, through SpannerDataClient, turning
+//    each row's Id into a std::string (what the source's deserializer does too);
+//  - source: a job of parallelism 1 reading SpannerSource<std::string> into a counting sink
+//    (the fetch thread, the hand-off buffer, the element queue, the mailbox and the emitter).
+// Prints rows/s and CPU-seconds per 100k rows for each (medians of interleaved repetitions,
+// with their spread) and the ratio source / raw (goal ≥ 0.85). The emulator serves both, so
+// the ratio, not the absolute rate, is the result.
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+
+#include "bench/bench_util.h"
+#include "gcpstream/runtime/builtin/collect_sink.h"
+#include "gcpstream/runtime/stream_execution_environment.h"
+#include "gcpstream/spanner/admin/database_admin.h"
+#include "gcpstream/spanner/source/spanner_source.h"
+
+namespace {
+
+using gcpstream::bench::Measure;
+using gcpstream::bench::Measurement;
+namespace sp = google::spanner::v1;
+namespace spanner = gcpstream::spanner;
+
+constexpr char kQuery[] = "SELECT Id, Origin, Delay FROM Flights";
+
+// Through the connector's channel factory, which keeps gRPC's callback queue alive for the
+// channel's callbacks (connector/callback_queue.h).
+std::shared_ptr<spanner::SpannerStub> Stub(const std::string& endpoint) {
+  gcpstream::connector::ClientOptions options;
+  if (!options.set_emulator_endpoint(endpoint).ok()) std::exit(2);
+  auto stub = spanner::MakeSpannerStub(options);
+  if (!stub.ok()) std::exit(2);
+  return *stub;
+}
+
+gcpstream::connector::DatabaseDestination Setup(const std::string& endpoint, std::int64_t rows) {
+  const auto db = gcpstream::connector::DatabaseDestination::of(
+      "bench", "read-" + std::to_string(getpid()), "flights");
+  spanner::DatabaseAdmin admin(grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials()));
+  if (!admin.CreateInstance(db.project, db.instance).ok()) std::exit(1);
+  auto created = admin.CreateDatabase(
+      db, spanner::Dialect::kGoogleSql,
+      {"CREATE TABLE Flights (Id STRING(64) NOT NULL, Origin STRING(3), Delay INT64) "
+       "PRIMARY KEY (Id)"});
+  if (!created.ok()) {
+    std::fprintf(stderr, "%s\n", created.ToString().c_str());
+    std::exit(1);
+  }
+  spanner::SpannerReadClient client(db.resource_name(), Stub(endpoint));
+  for (std::int64_t start = 0; start < rows; start += 1000) {
+    std::vector<spanner::Mutation> batch;
+    for (std::int64_t i = start; i < std::min(rows, start + 1000); ++i) {
+      batch.push_back(*spanner::Mutation::Insert("Flights")
+                           .Set("Id", *spanner::Value::String("flight-" + std::to_string(i)))
+                           .Set("Origin", *spanner::Value::String("SFO"))
+                           .Set("Delay", spanner::Value::Int64(i % 300))
+                           .Build());
+    }
+    auto committed = client.data().Commit(std::move(batch));
+    if (!committed.ok()) {
+      std::fprintf(stderr, "%s\n", committed.status().ToString().c_str());
+      std::exit(1);
+    }
+  }
+  return db;
+}
+
+std::int64_t Raw(const std::string& endpoint, const gcpstream::connector::DatabaseDestination& db) {
+  spanner::SpannerReadClient client(db.resource_name(), Stub(endpoint));
+  auto plan =
+      spanner::PlanBatchRead(client.data(), spanner::SpannerReadOperation::query(kQuery), {});
+  if (!plan.ok()) {
+    std::fprintf(stderr, "%s\n", plan.status().ToString().c_str());
+    std::exit(1);
+  }
+  std::int64_t rows = 0;
+  std::size_t bytes = 0;
+  for (const auto& split : plan->unassigned) {
+    sp::ExecuteSqlRequest request;
+    request.set_sql(kQuery);
+    request.set_session(split.transaction.session);
+    request.mutable_transaction()->set_id(split.transaction.transaction_id);
+    request.set_partition_token(split.partition_token);
+    absl::Status s = client.data().ExecuteStreamingSql(
+        std::move(request),
+        [&](const sp::ResultSetMetadata&, std::vector<google::protobuf::Value> row) {
+          std::string id = row[0].string_value();
+          bytes += id.size();
+          ++rows;
+          return absl::OkStatus();
+        });
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", s.ToString().c_str());
+      std::exit(1);
+    }
+  }
+  return bytes > 0 ? rows : 0;
+}
+
+std::int64_t Source(const std::string& endpoint,
+                    const gcpstream::connector::DatabaseDestination& db) {
+  auto source = spanner::SpannerSource<std::string>::builder()
+                    .database(db)
+                    .read_operation(spanner::SpannerReadOperation::query(kQuery))
+                    .deserializer([](const spanner::Row& row,
+                                     gcpstream::Collector<std::string>& out) -> absl::Status {
+                      GCP_ASSIGN_OR_RETURN(spanner::Value id, row.get(std::size_t{0}));
+                      GCP_ASSIGN_OR_RETURN(std::string s, id.as_string());
+                      out.collect(std::move(s));
+                      return absl::OkStatus();
+                    })
+                    .emulator_endpoint(endpoint)
+                    .build();
+  if (!source.ok()) std::exit(1);
+  auto count = std::make_shared<std::atomic<std::int64_t>>(0);
+  gcpstream::StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  env.from_source(*source, gcpstream::WatermarkStrategy<std::string>::no_watermarks(), "spanner")
+      .sink_to(std::make_shared<gcpstream::ForEachSink<std::string>>(
+                   [count](const std::string&) { count->fetch_add(1, std::memory_order_relaxed); }),
+               "count");
+  auto result = env.execute("spanner-read-bench");
+  if (!result.status.ok()) {
+    std::fprintf(stderr, "source job failed: %s\n", result.status.ToString().c_str());
+    std::exit(1);
+  }
+  return count->load();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Spanner snapshot source benchmark (against the emulator)"};
+  std::int64_t n = 100000;
+  int repetitions = 3;
+  app.add_option("--rows", n);
+  app.add_option("--repetitions", repetitions);
+  CLI11_PARSE(app, argc, argv);
+  const char* emulator = std::getenv("SPANNER_EMULATOR_HOST");
+  if (emulator == nullptr) {
+    std::fprintf(stderr, "set SPANNER_EMULATOR_HOST (scripts/emulators.sh start spanner)\n");
+    return 2;
+  }
+  const std::string endpoint = emulator;
+  const auto db = Setup(endpoint, n);
+  auto once = [&](bool source) {
+    std::int64_t rows = 0;
+    Measurement m = Measure([&] { rows = source ? Source(endpoint, db) : Raw(endpoint, db); });
+    if (rows != n) {
+      std::fprintf(stderr, "%s read %lld rows, want %lld\n", source ? "source" : "raw",
+                   static_cast<long long>(rows), static_cast<long long>(n));
+      std::exit(1);
+    }
+    return m;
+  };
+  using gcpstream::bench::Median;
+  using gcpstream::bench::Spread;
+  std::printf(
+      "Spanner snapshot read on the emulator, %lld rows of 3 columns, %d interleaved repetitions "
+      "after a warm-up; medians (spread)\n",
+      static_cast<long long>(n), repetitions);
+  std::printf("%-34s %10s %22s\n", "reader", "rows/s", "CPU-s per 100k rows");
+  once(false);
+  once(true);
+  std::vector<double> raw_rate, raw_cpu, src_rate, src_cpu;
+  for (int r = 0; r < repetitions; ++r) {
+    Measurement raw = once(false);
+    raw_rate.push_back(n / raw.wall_s);
+    raw_cpu.push_back(raw.cpu_s * 100000.0 / n);
+    Measurement s = once(true);
+    src_rate.push_back(n / s.wall_s);
+    src_cpu.push_back(s.cpu_s * 100000.0 / n);
+  }
+  std::printf("%-34s %10.0f %22.3f   (spread %.0f%% / %.0f%%)\n", "raw ExecuteStreamingSql loop",
+              Median(raw_rate), Median(raw_cpu), 100 * Spread(raw_rate), 100 * Spread(raw_cpu));
+  std::printf("%-34s %10.0f %22.3f   (spread %.0f%% / %.0f%%)\n", "gcpstream SpannerSource (job)",
+              Median(src_rate), Median(src_cpu), 100 * Spread(src_rate), 100 * Spread(src_cpu));
+  std::printf(
+      "source / raw throughput %.3f (goal >= 0.85)%s; CPU per row %.3f. CPU counts this process "
+      "only (the emulator runs apart).\n",
+      Median(src_rate) / Median(raw_rate),
+      std::max(Spread(raw_rate), Spread(src_rate)) > 0.10 ? " inconclusive: spread > 10%" : "",
+      Median(src_cpu) / Median(raw_cpu));
+  return 0;
+}
