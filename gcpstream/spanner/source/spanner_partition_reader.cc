@@ -74,24 +74,19 @@ void SpannerPartitionReader::start_stream(const SpannerPartitionSplit& split) {
                          std::vector<google::protobuf::Value> values) {
       return this->on_row(metadata, std::move(values));
     };
-    absl::Status status;
-    if (op_.kind() == SpannerReadOperation::Kind::kQuery) {
-      sp::ExecuteSqlRequest request = op_.execute_request();
+    // Both request kinds rejoin the transaction the same way.
+    auto rejoin = [&](auto request) {
       request.set_session(split.transaction.session);
       request.mutable_transaction()->set_id(split.transaction.transaction_id);
       request.set_partition_token(split.partition_token);
       request.set_data_boost_enabled(options_.data_boost_enabled);
       request.mutable_request_options()->set_priority(options_.rpc_priority);
-      status = client_->data().ExecuteStreamingSql(std::move(request), on_row, cancel);
-    } else {
-      sp::ReadRequest request = op_.read_request();
-      request.set_session(split.transaction.session);
-      request.mutable_transaction()->set_id(split.transaction.transaction_id);
-      request.set_partition_token(split.partition_token);
-      request.set_data_boost_enabled(options_.data_boost_enabled);
-      request.mutable_request_options()->set_priority(options_.rpc_priority);
-      status = client_->data().StreamingRead(std::move(request), on_row, cancel);
-    }
+      return request;
+    };
+    absl::Status status =
+        op_.kind() == SpannerReadOperation::Kind::kQuery
+            ? client_->data().ExecuteStreamingSql(rejoin(op_.execute_request()), on_row, cancel)
+            : client_->data().StreamingRead(rejoin(op_.read_request()), on_row, cancel);
     if (IsSessionNotFound(status)) status = LostBatchTransactionError(split.transaction, status);
     {
       std::lock_guard lock(mu_);
