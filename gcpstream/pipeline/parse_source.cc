@@ -162,18 +162,29 @@ SpannerSourceSpec ParseSpannerSource(YamlMap& m) {
   spec.project = m.required_string("project");
   spec.instance = m.required_string("instance");
   spec.database = m.required_string("database");
-  if (!spec.project.empty() && !spec.instance.empty() && !spec.database.empty()) {
-    m.check("database", spanner::ValidateDatabaseDestination(connector::DatabaseDestination::of(
-                            spec.project, spec.instance, spec.database)));
+  // Each id checked on its own key (the others replaced by valid stand-ins).
+  if (!spec.project.empty()) {
+    m.check("project", spanner::ValidateDatabaseDestination(
+                           connector::DatabaseDestination::of(spec.project, "inst", "db")));
+  }
+  if (!spec.instance.empty()) {
+    m.check("instance", spanner::ValidateDatabaseDestination(
+                            connector::DatabaseDestination::of("p", spec.instance, "db")));
+  }
+  if (!spec.database.empty()) {
+    m.check("database", spanner::ValidateDatabaseDestination(
+                            connector::DatabaseDestination::of("p", "inst", spec.database)));
   }
   spec.query = m.optional_string("query");
   spec.table = m.optional_string("table");
   spec.index = m.optional_string("index");
   spec.columns = m.string_list("columns");
-  if (spec.query.has_value() == spec.table.has_value()) {
-    ctx.fail(m.mark(), m.key_path(spec.query ? "table" : "query"),
-             "a Spanner source reads either a query or a table (with columns), never both; set "
-             "exactly one of query and table");
+  if (spec.query && spec.table) {
+    ctx.fail(m.mark(), m.key_path("table"),
+             "a Spanner source reads either a query or a table (with columns), never both");
+  } else if (!spec.query && !spec.table) {
+    ctx.fail(m.mark(), m.key_path("query"),
+             "required: a query, or a table with its columns (one of query and table)");
   } else if (spec.query && (spec.index || !spec.columns.empty())) {
     ctx.fail(m.mark(), m.key_path(spec.index ? "index" : "columns"),
              "index and columns belong to a table read; a query names its own columns");
@@ -200,6 +211,7 @@ SpannerSourceSpec ParseSpannerSource(YamlMap& m) {
                                     fmt::format("'{}' is not an RFC 3339 time", *read_timestamp)));
     } else {
       o.timestamp_bound = spanner::TimestampBound::read_timestamp(*t);
+      m.check("read_timestamp", o.timestamp_bound.validate_for_batch_read());
     }
   } else if (staleness) {
     o.timestamp_bound = spanner::TimestampBound::exact_staleness(*staleness);

@@ -254,8 +254,7 @@ absl::Status SpannerDataClient::Stream(const std::string& named_session, const O
     absl::Status stopped;  // what on_row returned, when not OK
     // Attempts on this session: the first opens the stream, later ones resume it.
     while (true) {
-      const std::string resumed_from = merger.resume_token();
-      auto stream = open(session, resumed_from);
+      auto stream = open(session, merger.resume_token());
       if (cancel && !cancel->attach(stream.get())) {
         stopped = cancelled;
         break;
@@ -265,9 +264,11 @@ absl::Status SpannerDataClient::Stream(const std::string& named_session, const O
           failure = s;
           break;
         }
-        // Progress since the last failure: the next outage gets the whole budget again.
-        if (backoff.attempts() > 0 && merger.resume_token() != resumed_from) backoff.reset();
+        // Progress since the last failure is a row handed out: the next outage gets the whole
+        // budget again. A new resume token alone is not progress (a stream cut inside one huge
+        // row gets new tokens for the same row, and would retry forever).
         for (auto& row : merger.take_rows()) {
+          if (backoff.attempts() > 0) backoff.reset();
           handed_out = true;
           stopped = on_row(merger.metadata(), std::move(row));
           if (!stopped.ok()) break;

@@ -122,8 +122,9 @@ class SpannerDataClient {
   // RESOURCE_EXHAUSTED) resumes the stream from its last resume token, so no row is handed out
   // twice or skipped; without a token yet, the query restarts. A failure that cannot be
   // resumed (rows were handed out beyond the last token) is returned with its code.
-  // The retry budget starts again whenever a resumed stream makes progress (a new token), so a
-  // long read survives any number of brief outages that are far apart. `cancel` (optional)
+  // The retry budget starts again whenever a resumed stream makes progress (hands out a row),
+  // so a long read survives any number of brief outages that are far apart, while a stream
+  // that keeps failing inside one row exhausts it. `cancel` (optional)
   // stops the read from another thread.
   absl::Status ExecuteStreamingSql(google::spanner::v1::ExecuteSqlRequest request,
                                    const RowCallback& on_row, ReadCancellation* cancel = nullptr);

@@ -149,6 +149,14 @@ absl::Status TimestampBound::validate_for_batch_read() const {
         return absl::InvalidArgumentError(
             "TimestampBound::read_timestamp: the timestamp is outside Spanner's TIMESTAMP range");
       }
+      // Spanner answers a read in the future only once that time has come: a mistake, not a
+      // plan (a little ahead is allowed, for clocks that differ).
+      if (timestamp_ > absl::Now() + absl::Hours(1)) {
+        return absl::InvalidArgumentError(fmt::format(
+            "TimestampBound::read_timestamp {} is more than an hour in the future; Spanner would "
+            "hold the read until then",
+            FormatTimestamp(timestamp_)));
+      }
       return absl::OkStatus();
     case Mode::kExactStaleness:
       if (staleness_.count() < 0) {

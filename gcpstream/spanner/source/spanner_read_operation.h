@@ -80,7 +80,8 @@ class TimestampBound {
   static TimestampBound min_read_timestamp(absl::Time t);
 
   Mode mode() const { return mode_; }
-  // INVALID_ARGUMENT for the single-use-only modes and a negative staleness.
+  // INVALID_ARGUMENT for the single-use-only modes, a negative staleness and a read timestamp
+  // more than an hour in the future (Spanner would wait for it).
   absl::Status validate_for_batch_read() const;
   // The read-only options of the batch transaction (return_read_timestamp set).
   google::spanner::v1::TransactionOptions transaction_options() const;

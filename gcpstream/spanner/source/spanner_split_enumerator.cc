@@ -31,7 +31,12 @@ absl::Time FromProto(const google::protobuf::Timestamp& ts) {
 absl::StatusOr<SpannerSourceEnumState> PlanBatchRead(SpannerDataClient& client,
                                                      const SpannerReadOperation& op,
                                                      const SpannerSourceOptions& options) {
-  GCP_ASSIGN_OR_RETURN(std::string session, client.AcquireSession());
+  auto acquired = client.AcquireSession();
+  if (!acquired.ok()) {
+    return WithContext(acquired.status(),
+                       absl::StrCat("SpannerSource: opening a session on ", client.database()));
+  }
+  const std::string session = *std::move(acquired);
   auto tx = client.BeginTransaction(session, options.timestamp_bound.transaction_options());
   if (!tx.ok()) {
     client.ReleaseSession(session);

@@ -73,7 +73,7 @@ TEST(SpannerSourceSpec, MistakesAreRefusedAtTheirKey) {
   };
   for (const Case& c : std::vector<Case>{
            {"  query: SELECT 1\n  table: T\n  columns: [A]\n", "never both"},
-           {"", "never both"},
+           {"", "one of query and table"},
            {"  query: SELECT 1\n  columns: [A]\n", "source.columns"},
            {"  table: T\n", "needs the list of columns"},
            {"  query: SELECT 1\n  read_timestamp: 2026-01-01T00:00:00Z\n", "source.read_timestamp"},
@@ -82,6 +82,9 @@ TEST(SpannerSourceSpec, MistakesAreRefusedAtTheirKey) {
            {"  query: SELECT 1\n  timestamp_bound: max_staleness\n", "allowed values"},
            {"  query: SELECT 1\n  rpc_priority: URGENT\n", "source.rpc_priority"},
            {"  query: SELECT 1\n  max_partitions: 0\n", "source.max_partitions"},
+           {"  query: SELECT 1\n  timestamp_bound: read_timestamp\n"
+            "  read_timestamp: 2099-01-01T00:00:00Z\n",
+            "in the future"},
        }) {
     auto spec = Parse(File(c.extra));
     ASSERT_FALSE(spec.ok()) << c.extra;

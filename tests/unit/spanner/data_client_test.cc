@@ -313,6 +313,25 @@ TEST_F(DataClientTest, AResumedStreamThatMakesProgressGetsTheWholeBudgetAgain) {
       << "the backoff starts over after progress";
 }
 
+TEST_F(DataClientTest, NewTokensInsideOneUnfinishedRowAreNotProgress) {
+  // Every attempt brings a new token but only another chunk of the same value: no row is ever
+  // complete, so the budget of two retries runs out instead of looping for ever.
+  stub_->on_stream = [](std::size_t call, const std::string&) {
+    return FakeSpannerStub::StreamScript{
+        {call == 0 ? Part({"1", "he"}, "t0", true, true)
+                   : Part({"l"}, "t" + std::to_string(call), false, true)},
+        absl::UnavailableError("cut")};
+  };
+  DataClientOptions options;
+  options.retry.max_attempts = 2;
+  client(options);
+  std::vector<std::string> rows;
+  const absl::Status status = Query(rows);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_TRUE(rows.empty());
+  EXPECT_EQ(stub_->streams().size(), 3u) << "one read and two retries";
+}
+
 TEST_F(DataClientTest, ACancelFromAnotherThreadEndsAStalledReadWithCancelled) {
   stub_->on_stream = [](std::size_t, const std::string&) {
     FakeSpannerStub::StreamScript script{{Part({"1", "a"}, "t", true)}, absl::OkStatus()};

@@ -97,6 +97,10 @@ TEST(SpannerSourceBuilderTest, RefusesSingleUseOnlyTimestampBoundsNamingTheAllow
                   .timestamp_bound(TimestampBound::read_timestamp(absl::FromUnixSeconds(1)))
                   .build()
                   .ok());
+  auto future = Builder(stub)
+                    .timestamp_bound(TimestampBound::read_timestamp(absl::Now() + absl::Hours(2)))
+                    .build();
+  EXPECT_THAT(future.status().message(), HasSubstr("in the future"));
   auto negative = Builder(stub).timestamp_bound(TimestampBound::exact_staleness(-1s)).build();
   EXPECT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument);
 }
