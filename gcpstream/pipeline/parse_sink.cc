@@ -212,22 +212,10 @@ CloudTasksSinkSpec ParseCloudTasksSink(YamlMap& m) {
 
 SpannerSinkSpec ParseSpannerSink(YamlMap& m) {
   SpannerSinkSpec spec;
-  spec.project = m.required_string("project");
-  spec.instance = m.required_string("instance");
-  spec.database = m.required_string("database");
-  // Each id checked on its own key (the others replaced by valid stand-ins).
-  if (!spec.project.empty()) {
-    m.check("project", spanner::ValidateDatabaseDestination(
-                           connector::DatabaseDestination::of(spec.project, "inst", "db")));
-  }
-  if (!spec.instance.empty()) {
-    m.check("instance", spanner::ValidateDatabaseDestination(
-                            connector::DatabaseDestination::of("p", spec.instance, "db")));
-  }
-  if (!spec.database.empty()) {
-    m.check("database", spanner::ValidateDatabaseDestination(
-                            connector::DatabaseDestination::of("p", "inst", spec.database)));
-  }
+  const connector::DatabaseDestination db = ParseSpannerDatabase(m);
+  spec.project = db.project;
+  spec.instance = db.instance;
+  spec.database = db.database;
   spec.emulator_endpoint = m.optional_string("emulator_endpoint");
   spec.service_account_key_file = m.optional_string("service_account_key_file");
   spec.route_constraint_violations =
@@ -271,6 +259,28 @@ SpannerSinkSpec ParseSpannerSink(YamlMap& m) {
 }
 
 }  // namespace
+
+connector::DatabaseDestination ParseSpannerDatabase(YamlMap& m) {
+  // One statement each: the keys are read, and their errors reported, in this order.
+  connector::DatabaseDestination db;
+  db.project = m.required_string("project");
+  db.instance = m.required_string("instance");
+  db.database = m.required_string("database");
+  // Each id checked on its own key (the others replaced by valid stand-ins).
+  if (!db.project.empty()) {
+    m.check("project", spanner::ValidateDatabaseDestination(
+                           connector::DatabaseDestination::of(db.project, "inst", "db")));
+  }
+  if (!db.instance.empty()) {
+    m.check("instance", spanner::ValidateDatabaseDestination(
+                            connector::DatabaseDestination::of("p", db.instance, "db")));
+  }
+  if (!db.database.empty()) {
+    m.check("database", spanner::ValidateDatabaseDestination(
+                            connector::DatabaseDestination::of("p", "inst", db.database)));
+  }
+  return db;
+}
 
 SinkSpec ParseSink(YamlMap m) {
   if (!m.has("type") && m.present()) {

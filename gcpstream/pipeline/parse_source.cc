@@ -3,7 +3,6 @@
 
 #include "absl/time/time.h"
 #include "gcpstream/pipeline/internal/spec_sections.h"
-#include "gcpstream/spanner/admin/database_admin.h"
 #include "gcpstream/spanner/client/value.h"
 
 namespace gcpstream::pipeline::internal {
@@ -159,22 +158,10 @@ PubSubSourceSpec ParsePubSubSource(YamlMap& m) {
 SpannerSourceSpec ParseSpannerSource(YamlMap& m) {
   SpannerSourceSpec spec;
   YamlContext& ctx = m.context();
-  spec.project = m.required_string("project");
-  spec.instance = m.required_string("instance");
-  spec.database = m.required_string("database");
-  // Each id checked on its own key (the others replaced by valid stand-ins).
-  if (!spec.project.empty()) {
-    m.check("project", spanner::ValidateDatabaseDestination(
-                           connector::DatabaseDestination::of(spec.project, "inst", "db")));
-  }
-  if (!spec.instance.empty()) {
-    m.check("instance", spanner::ValidateDatabaseDestination(
-                            connector::DatabaseDestination::of("p", spec.instance, "db")));
-  }
-  if (!spec.database.empty()) {
-    m.check("database", spanner::ValidateDatabaseDestination(
-                            connector::DatabaseDestination::of("p", "inst", spec.database)));
-  }
+  const connector::DatabaseDestination db = ParseSpannerDatabase(m);
+  spec.project = db.project;
+  spec.instance = db.instance;
+  spec.database = db.database;
   spec.query = m.optional_string("query");
   spec.table = m.optional_string("table");
   spec.index = m.optional_string("index");

@@ -11,6 +11,8 @@ namespace gcpstream::pipeline::internal {
 SourceSpec ParseSource(YamlMap section);
 PubSubSourceSpec ParsePubSubSource(YamlMap& section);
 SpannerSourceSpec ParseSpannerSource(YamlMap& section);
+// project, instance and database of a Spanner source or sink, each id checked at its own key.
+connector::DatabaseDestination ParseSpannerDatabase(YamlMap& section);
 TransformSpec ParseTransform(YamlMap section);
 SinkSpec ParseSink(YamlMap section);
 FailureHandlerSpec ParseFailureHandler(YamlContext& ctx, const YAML::Node& node);

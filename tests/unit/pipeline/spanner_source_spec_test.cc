@@ -92,6 +92,19 @@ TEST(SpannerSourceSpec, MistakesAreRefusedAtTheirKey) {
   }
 }
 
+TEST(SpannerSourceSpec, EachIdIsCheckedAtItsOwnKey) {
+  for (const char* key : {"project", "instance", "database"}) {
+    std::string text = File("  query: SELECT 1\n");
+    const std::string line = fmt::format("  {}: ", key);
+    const auto at = text.find(line);
+    const auto end = text.find('\n', at);
+    text.replace(at, end - at, line + "\"Bad Id!\"");
+    auto spec = Parse(text);
+    ASSERT_FALSE(spec.ok()) << key;
+    EXPECT_THAT(spec.status().message(), HasSubstr(fmt::format("source.{}:", key)));
+  }
+}
+
 // One column of `type` holding `wire`.
 spanner::Row OneColumn(sp::Type type, google::protobuf::Value wire, std::string name = "c") {
   auto columns = std::make_shared<sp::StructType>();
