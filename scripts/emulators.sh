@@ -11,6 +11,10 @@
 # (9020). Logs and pid files live in .run/emulators/. `start` waits until each emulator answers
 # a real gRPC call, and is a no-op for one that is already running. `stop` stops only what this
 # script started, by process group.
+#
+# The Spanner emulator ends each change-stream partition after GCPSTREAM_SPANNER_TOKEN_SECONDS
+# to twice that (default 5; the emulator's own default is 20-40 s), so change-stream tests see
+# partitions split and merge within seconds.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,6 +24,7 @@ bigtable_port="${GCPSTREAM_BIGTABLE_PORT:-8086}"
 pubsub_port="${GCPSTREAM_PUBSUB_PORT:-8085}"
 spanner_port="${GCPSTREAM_SPANNER_PORT:-9010}"
 spanner_http_port="${GCPSTREAM_SPANNER_HTTP_PORT:-9020}"
+spanner_token_seconds="${GCPSTREAM_SPANNER_TOKEN_SECONDS:-5}"
 ready_timeout_s="${GCPSTREAM_EMULATOR_READY_TIMEOUT:-60}"
 
 log() { printf '[emulators] %s\n' "$*" >&2; }
@@ -116,6 +121,7 @@ launch() {
       [ -x "$dir/gateway_main" ] || die "Spanner emulator not found in $dir; run scripts/setup.sh"
       setsid "$dir/gateway_main" --hostname "$host" --grpc_port "$spanner_port" \
         --http_port "$spanner_http_port" --grpc_binary "$dir/emulator_main" \
+        --override_change_stream_partition_token_alive_seconds "$spanner_token_seconds" \
         >"$logf" 2>&1 </dev/null &
       ;;
   esac

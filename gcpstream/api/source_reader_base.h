@@ -20,6 +20,10 @@ namespace gcpstream {
 // the RecordEmitter, which also advances the split's state. A connector implements the
 // SplitReader, the RecordEmitter and the three state hooks below.
 //
+// Each split emits through its own output (per-split watermarks) unless the connector passes
+// per_split_outputs = false: then every record goes through the reader's one output, for a
+// source whose watermark is not per split (one the coordinator computes, for example).
+//
 // E: what the fetcher produces; T: what the source emits; SplitStateT: mutable progress of a
 // split (snapshot_state() turns it back into a SplitT).
 template <typename E, typename T, typename SplitT, typename SplitStateT>
@@ -27,8 +31,9 @@ class SourceReaderBase : public SourceReader<T, SplitT> {
  public:
   SourceReaderBase(std::unique_ptr<SplitReader<E, SplitT>> split_reader,
                    std::unique_ptr<RecordEmitter<E, T, SplitStateT>> emitter,
-                   SourceReaderContext& context)
+                   SourceReaderContext& context, bool per_split_outputs = true)
       : context_(context),
+        per_split_outputs_(per_split_outputs),
         emitter_(std::move(emitter)),
         fetcher_(std::move(split_reader), context.options().element_queue_capacity,
                  [&context] { context.signal_available(); }) {}
@@ -68,7 +73,7 @@ class SourceReaderBase : public SourceReader<T, SplitT> {
           }
           cached_group_ = group_;
           cached_state_ = &state->second;
-          cached_output_ = &output_for(output, group.split_id);
+          cached_output_ = per_split_outputs_ ? &output_for(output, group.split_id) : &output;
         }
         E element = std::move(group.elements[element_++]);
         absl::Status status =
@@ -148,6 +153,7 @@ class SourceReaderBase : public SourceReader<T, SplitT> {
   }
 
   SourceReaderContext& context_;
+  const bool per_split_outputs_;
   std::unique_ptr<RecordEmitter<E, T, SplitStateT>> emitter_;
   internal::SplitFetcher<E, SplitT> fetcher_;
   std::map<std::string, SplitStateT> states_;

@@ -20,6 +20,14 @@ LineageDataset SpannerDatabaseDataset(const DatabaseDestination& d) {
            {"gcp.database", d.database}}};
 }
 
+LineageDataset SpannerChangeStreamDataset(const DatabaseDestination& d, const std::string& stream) {
+  LineageDataset dataset = SpannerDatabaseDataset(d);
+  dataset.name = d.database + "/changeStreams/" + stream;
+  dataset.facets["gcp.kind"] = "spanner-change-stream";
+  dataset.facets["gcp.changeStream"] = stream;
+  return dataset;
+}
+
 LineageDataset SpannerDataset(const DatabaseDestination& d, const std::string& table) {
   return {"spanner://" + d.project + ":" + d.instance,
           d.database + "." + table,

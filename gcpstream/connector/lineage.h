@@ -17,6 +17,9 @@ LineageDataset SpannerDataset(const DatabaseDestination& database, const std::st
 // The database as a whole: a sink whose serializer picks the table per record has no fixed
 // table to name.
 LineageDataset SpannerDatabaseDataset(const DatabaseDestination& database);
+// {database}/changeStreams/{stream}, resource kind spanner-change-stream.
+LineageDataset SpannerChangeStreamDataset(const DatabaseDestination& database,
+                                          const std::string& stream);
 // namespace pubsub://{project}, name topic:{topic} / subscription:{subscription}.
 LineageDataset PubSubTopicDataset(const TopicDestination& topic);
 LineageDataset PubSubSubscriptionDataset(const SubscriptionDestination& subscription);

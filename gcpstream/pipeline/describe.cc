@@ -54,6 +54,16 @@ std::string SourceLine(const SourceSpec& source) {
         what, s->options.timestamp_bound.to_string(),
         s->emulator_endpoint ? ", emulator " + *s->emulator_endpoint : "");
   }
+  if (const auto* c = std::get_if<SpannerChangeStreamSourceSpec>(&source)) {
+    return fmt::format(
+        "spanner change stream {} of {} from {} (unbounded, partitions as splits, at most {} "
+        "queries per subtask, a restore resumes each partition at its checkpointed timestamp, "
+        "inclusive{})",
+        c->change_stream,
+        connector::DatabaseDestination::of(c->project, c->instance, c->database).resource_name(),
+        c->options.start_position.describe(), c->options.max_concurrent_queries_per_subtask,
+        c->emulator_endpoint ? ", emulator " + *c->emulator_endpoint : "");
+  }
   const auto& p = std::get<PubSubSourceSpec>(source);
   std::string subs;
   for (const auto& s : p.subscriptions) {
@@ -134,6 +144,15 @@ std::vector<std::pair<std::string, LineageVertex>> PipelineLineage(const Pipelin
     const auto db = connector::DatabaseDestination::of(s->project, s->instance, s->database);
     v.datasets.push_back(s->table ? connector::SpannerDataset(db, *s->table)
                                   : connector::SpannerDatabaseDataset(db));
+    out.emplace_back("source", std::move(v));
+  } else if (const auto* c = std::get_if<SpannerChangeStreamSourceSpec>(&spec.source)) {
+    LineageVertex v;
+    v.role = LineageVertex::Role::kSource;
+    v.connector = "spanner";
+    v.bounded = false;
+    v.datasets.push_back(connector::SpannerChangeStreamDataset(
+        connector::DatabaseDestination::of(c->project, c->instance, c->database),
+        c->change_stream));
     out.emplace_back("source", std::move(v));
   } else {
     LineageVertex v;

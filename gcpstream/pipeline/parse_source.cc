@@ -221,17 +221,91 @@ SpannerSourceSpec ParseSpannerSource(YamlMap& m) {
   return spec;
 }
 
+SpannerChangeStreamSourceSpec ParseSpannerChangeStreamSource(YamlMap& m) {
+  SpannerChangeStreamSourceSpec spec;
+  YamlContext& ctx = m.context();
+  const connector::DatabaseDestination db = ParseSpannerDatabase(m);
+  spec.project = db.project;
+  spec.instance = db.instance;
+  spec.database = db.database;
+  auto stream = m.optional_string("change_stream");
+  if (!stream) {
+    ctx.fail(m.mark(), m.key_path("change_stream"), "required: the change stream's name");
+  } else {
+    spec.change_stream = *stream;
+    m.check("change_stream", spanner::ValidateChangeStreamName(*stream));
+  }
+  auto& o = spec.options;
+  // A position: "latest", an RFC 3339 time, or a duration before the start ("-10m").
+  auto position =
+      [&](const char* key,
+          const std::string& text) -> std::optional<spanner::ChangeStreamStartPosition> {
+    if (text == "latest") return spanner::ChangeStreamStartPosition::latest();
+    if (!text.empty() && text[0] == '-') {
+      absl::Duration ago;
+      if (absl::ParseDuration(text.substr(1), &ago) && ago >= absl::ZeroDuration()) {
+        return spanner::ChangeStreamStartPosition::relative(ago);
+      }
+    } else if (auto t = spanner::ParseTimestamp(text); t.ok()) {
+      return spanner::ChangeStreamStartPosition::absolute(*t);
+    }
+    m.check(key, absl::InvalidArgumentError(fmt::format(
+                     "'{}' is neither latest, an RFC 3339 time, nor a duration before the start "
+                     "such as -10m",
+                     text)));
+    return std::nullopt;
+  };
+  if (auto start = m.optional_string("start_position")) {
+    if (auto p = position("start_position", *start)) o.start_position = *p;
+  }
+  if (auto fallback = m.optional_string("resume_fallback")) {
+    o.resume_fallback = position("resume_fallback", *fallback);
+  }
+  if (auto absent = m.optional_duration(
+          "absent_retention_fallback", "7d",
+          DurationRange{std::chrono::minutes(2), std::chrono::hours(24 * 30), true})) {
+    o.absent_retention_fallback = absl::FromChrono(*absent);
+  }
+  if (auto beat = m.optional_duration(
+          "heartbeat_interval", "2s",
+          DurationRange{std::chrono::seconds(1), std::chrono::minutes(5), true})) {
+    o.heartbeat_interval = *beat;
+  }
+  const std::string priority = m.choice("rpc_priority", "HIGH", {"LOW", "MEDIUM", "HIGH"});
+  if (priority == "LOW") o.rpc_priority = google::spanner::v1::RequestOptions::PRIORITY_LOW;
+  if (priority == "MEDIUM") o.rpc_priority = google::spanner::v1::RequestOptions::PRIORITY_MEDIUM;
+  o.max_concurrent_queries_per_subtask =
+      static_cast<int>(m.integer("max_concurrent_queries_per_subtask",
+                                 o.max_concurrent_queries_per_subtask, IntRange{1, 1000}));
+  o.filters.table_include = m.string_list("table_include_list");
+  o.filters.table_exclude = m.string_list("table_exclude_list");
+  o.filters.column_include = m.string_list("column_include_list");
+  o.filters.column_exclude = m.string_list("column_exclude_list");
+  o.filters.skip_messages_without_change = m.boolean("skip_messages_without_change", false);
+  if (auto filter = spanner::ChangeStreamFilter::Create(o.filters); !filter.ok()) {
+    const bool tables = !o.filters.table_include.empty() && !o.filters.table_exclude.empty();
+    m.check(tables ? "table_exclude_list" : "column_exclude_list", filter.status());
+  }
+  spec.emulator_endpoint = m.optional_string("emulator_endpoint");
+  spec.service_account_key_file = m.optional_string("service_account_key_file");
+  return spec;
+}
+
 SourceSpec ParseSource(YamlMap m) {
-  const std::string type = m.choice("type", "file", {"file", "pubsub", "spanner"});
+  const std::string type =
+      m.choice("type", "file", {"file", "pubsub", "spanner", "spanner_change_stream"});
   if (!m.has("type") && m.present()) {
-    m.context().fail(m.mark(), m.key_path("type"),
-                     "required key is missing; allowed values: file, pubsub, spanner");
+    m.context().fail(
+        m.mark(), m.key_path("type"),
+        "required key is missing; allowed values: file, pubsub, spanner, spanner_change_stream");
   }
   SourceSpec spec;
   if (type == "pubsub") {
     spec = ParsePubSubSource(m);
   } else if (type == "spanner") {
     spec = ParseSpannerSource(m);
+  } else if (type == "spanner_change_stream") {
+    spec = ParseSpannerChangeStreamSource(m);
   } else {
     spec = ParseFileSource(m);
   }

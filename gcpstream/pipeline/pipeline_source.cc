@@ -2,6 +2,7 @@
 
 #include "gcpstream/pipeline/file_source.h"
 #include "gcpstream/pipeline/pubsub_source_factory.h"
+#include "gcpstream/pipeline/spanner_change_stream_source_factory.h"
 #include "gcpstream/pipeline/spanner_source_factory.h"
 
 namespace gcpstream::pipeline {
@@ -12,6 +13,9 @@ absl::StatusOr<PipelineSource> MakePipelineSource(const SourceSpec& spec) {
   }
   if (const auto* spanner = std::get_if<SpannerSourceSpec>(&spec)) {
     return MakeSpannerPipelineSource(*spanner);
+  }
+  if (const auto* changes = std::get_if<SpannerChangeStreamSourceSpec>(&spec)) {
+    return MakeSpannerChangeStreamPipelineSource(*changes);
   }
   return MakePubSubPipelineSource(std::get<PubSubSourceSpec>(spec));
 }

@@ -17,6 +17,7 @@
 #include "gcpstream/pubsub/admin/topic_admin.h"
 #include "gcpstream/pubsub/sink/pubsub_publisher_options.h"
 #include "gcpstream/runtime/checkpoint_config.h"
+#include "gcpstream/spanner/changestream/change_stream_options.h"
 #include "gcpstream/spanner/sink/spanner_writer_options.h"
 #include "gcpstream/spanner/source/spanner_read_operation.h"
 #include "gcpstream/tasks/sink/cloud_tasks_writer_options.h"
@@ -51,7 +52,19 @@ struct SpannerSourceSpec {
   std::optional<std::string> service_account_key_file;
 };
 
-using SourceSpec = std::variant<FileSourceSpec, PubSubSourceSpec, SpannerSourceSpec>;
+// `source: {type: spanner_change_stream}`: one record per row modification.
+struct SpannerChangeStreamSourceSpec {
+  std::string project;
+  std::string instance;
+  std::string database;
+  std::string change_stream;
+  spanner::SpannerChangeStreamOptions options;
+  std::optional<std::string> emulator_endpoint;
+  std::optional<std::string> service_account_key_file;
+};
+
+using SourceSpec = std::variant<FileSourceSpec, PubSubSourceSpec, SpannerSourceSpec,
+                                SpannerChangeStreamSourceSpec>;
 
 // One field comparison of a keep/drop filter.
 struct FieldComparison {

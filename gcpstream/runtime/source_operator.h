@@ -148,6 +148,8 @@ class SourceOperator final : public StreamOperator, public InputProcessor {
   absl::StatusOr<MailboxProcessor::ActionResult> process_input() override {
     if (subtask_blocked_by_alignment_) return MailboxProcessor::ActionResult::kNothingAvailable;
     GCP_ASSIGN_OR_RETURN(InputStatus status, reader_->poll_next(output_));
+    // Watermarks the reader emitted itself go out now, whatever the strategy.
+    if (!pending_.empty()) GCP_RETURN_IF_ERROR(flush_pending());
     switch (status) {
       case InputStatus::kMoreAvailable:
         return MailboxProcessor::ActionResult::kMore;

@@ -11,6 +11,7 @@ namespace gcpstream::pipeline::internal {
 SourceSpec ParseSource(YamlMap section);
 PubSubSourceSpec ParsePubSubSource(YamlMap& section);
 SpannerSourceSpec ParseSpannerSource(YamlMap& section);
+SpannerChangeStreamSourceSpec ParseSpannerChangeStreamSource(YamlMap& section);
 // project, instance and database of a Spanner source or sink, each id checked at its own key.
 connector::DatabaseDestination ParseSpannerDatabase(YamlMap& section);
 TransformSpec ParseTransform(YamlMap section);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "gcpstream/connector/client_options.h"
 #include "gcpstream/spanner/client/data_client.h"
 #include "gcpstream/util/timer_thread.h"
 
@@ -31,6 +32,13 @@ class SpannerReadClient {
 // Makes a client for one enumerator or reader (each opens its own channel).
 using SpannerReadClientFactory =
     std::function<absl::StatusOr<std::shared_ptr<SpannerReadClient>>()>;
+
+// The factory of a source: each call opens a channel to `database` (a resource name) as
+// `client` says, or uses `stub` when a test gave one.
+SpannerReadClientFactory MakeSpannerReadClientFactory(std::string database,
+                                                      connector::ClientOptions client,
+                                                      std::shared_ptr<SpannerStub> stub,
+                                                      DataClientOptions options);
 
 }  // namespace gcpstream::spanner
 

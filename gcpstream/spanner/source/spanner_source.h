@@ -271,14 +271,8 @@ class SpannerSource final : public Source<T, SpannerPartitionSplit, SpannerSourc
   explicit SpannerSource(Builder b) : b_(std::move(b)) {}
 
   SpannerReadClientFactory client_factory() const {
-    return [database = b_.database_->resource_name(), client = b_.client_, stub = b_.stub_,
-            options = b_.data_options_]() -> absl::StatusOr<std::shared_ptr<SpannerReadClient>> {
-      std::shared_ptr<SpannerStub> use = stub;
-      if (!use) {
-        GCP_ASSIGN_OR_RETURN(use, MakeSpannerStub(client));
-      }
-      return std::make_shared<SpannerReadClient>(database, std::move(use), options);
-    };
+    return MakeSpannerReadClientFactory(b_.database_->resource_name(), b_.client_, b_.stub_,
+                                        b_.data_options_);
   }
 
   Builder b_;

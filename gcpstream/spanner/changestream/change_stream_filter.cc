@@ -1,0 +1,133 @@
+#include "gcpstream/spanner/changestream/change_stream_filter.h"
+
+#include <fmt/format.h>
+#include <re2/re2.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "gcpstream/api/status_macros.h"
+
+namespace gcpstream::spanner {
+
+namespace {
+
+absl::Status Compile(const std::vector<std::string>& patterns, const char* option,
+                     std::vector<std::unique_ptr<re2::RE2>>& out) {
+  for (const auto& pattern : patterns) {
+    RE2::Options options;
+    options.set_log_errors(false);
+    auto re = std::make_unique<re2::RE2>(pattern, options);
+    if (!re->ok()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "SpannerChangeStreamSource: {} pattern \"{}\" is not a valid regular expression: {}",
+          option, pattern, re->error()));
+    }
+    out.push_back(std::move(re));
+  }
+  return absl::OkStatus();
+}
+
+bool AnyFullMatch(const std::vector<std::unique_ptr<re2::RE2>>& patterns, const std::string& s) {
+  for (const auto& re : patterns) {
+    if (re2::RE2::FullMatch(s, *re)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+ChangeStreamFilter::~ChangeStreamFilter() = default;
+
+absl::StatusOr<std::shared_ptr<const ChangeStreamFilter>> ChangeStreamFilter::Create(
+    const ChangeStreamFilterOptions& options) {
+  if (!options.table_include.empty() && !options.table_exclude.empty()) {
+    return absl::InvalidArgumentError(
+        "SpannerChangeStreamSource: table_include_list and table_exclude_list cannot both be "
+        "set; use one of them");
+  }
+  if (!options.column_include.empty() && !options.column_exclude.empty()) {
+    return absl::InvalidArgumentError(
+        "SpannerChangeStreamSource: column_include_list and column_exclude_list cannot both be "
+        "set; use one of them");
+  }
+  std::shared_ptr<ChangeStreamFilter> filter(new ChangeStreamFilter());
+  GCP_RETURN_IF_ERROR(Compile(options.table_include, "table_include_list", filter->table_include_));
+  GCP_RETURN_IF_ERROR(Compile(options.table_exclude, "table_exclude_list", filter->table_exclude_));
+  GCP_RETURN_IF_ERROR(
+      Compile(options.column_include, "column_include_list", filter->column_include_));
+  GCP_RETURN_IF_ERROR(
+      Compile(options.column_exclude, "column_exclude_list", filter->column_exclude_));
+  filter->skip_without_change_ = options.skip_messages_without_change;
+  filter->active_ = !options.empty();
+  return std::shared_ptr<const ChangeStreamFilter>(std::move(filter));
+}
+
+bool ChangeStreamFilter::table_kept(const std::string& table) const {
+  if (!table_include_.empty()) return AnyFullMatch(table_include_, table);
+  return !AnyFullMatch(table_exclude_, table);
+}
+
+bool ChangeStreamFilter::column_kept(const std::string& table, const std::string& column) const {
+  if (column_include_.empty() && column_exclude_.empty()) return true;
+  const std::string id = table + "." + column;
+  if (!column_include_.empty()) return AnyFullMatch(column_include_, id);
+  return !AnyFullMatch(column_exclude_, id);
+}
+
+absl::StatusOr<ChangeStreamFilter::Outcome> ChangeStreamFilter::apply(
+    DataChangeRecord& record) const {
+  Outcome outcome;
+  if (!active_) return outcome;
+  if (!table_kept(record.table_name)) {
+    outcome.kind = Outcome::kDropTable;
+    return outcome;
+  }
+  if (column_include_.empty() && column_exclude_.empty()) return outcome;
+  std::set<std::string> removed;
+  for (const auto& column : record.column_types) {
+    if (!column.is_primary_key && !column_kept(record.table_name, column.name)) {
+      removed.insert(column.name);
+    }
+  }
+  if (removed.empty()) return outcome;  // every column kept: the record as it came
+  std::vector<ChangeStreamColumnType> kept;
+  for (auto& column : record.column_types) {
+    if (removed.count(column.name) > 0) {
+      ++outcome.columns_removed;
+    } else {
+      kept.push_back(std::move(column));
+    }
+  }
+  record.column_types = std::move(kept);
+  bool any_value_left = false;
+  std::int64_t values_removed = 0;
+  auto project = [&](std::optional<std::string>& values) -> absl::Status {
+    if (!values) return absl::OkStatus();
+    nlohmann::json object = nlohmann::json::parse(*values, nullptr, false);
+    if (object.is_discarded() || !object.is_object()) {
+      return absl::InvalidArgumentError(
+          fmt::format("SpannerChangeStreamSource: a value object of table {} is not a JSON object",
+                      record.table_name));
+    }
+    for (const auto& name : removed) {
+      const auto n = static_cast<std::int64_t>(object.erase(name));
+      outcome.columns_removed += n;
+      values_removed += n;
+    }
+    if (!object.empty()) any_value_left = true;
+    *values = object.dump();
+    return absl::OkStatus();
+  };
+  for (auto& mod : record.mods) {
+    GCP_RETURN_IF_ERROR(project(mod.new_values));
+    GCP_RETURN_IF_ERROR(project(mod.old_values));
+  }
+  if (skip_without_change_ && values_removed > 0 && !any_value_left) {
+    outcome.kind = Outcome::kDropNoChange;
+    outcome.columns_removed = 0;  // only records handed to the deserializer count
+  }
+  return outcome;
+}
+
+}  // namespace gcpstream::spanner
