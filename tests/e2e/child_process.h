@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,6 +44,22 @@ inline int WaitFor(pid_t pid, std::chrono::milliseconds timeout) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return -1;
+}
+
+// The whole text of a file (a job's log); empty when it cannot be read.
+inline std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Whether a job checkpointing under `dir` completed a checkpoint (a folder with _metadata).
+inline bool HasCompletedCheckpoint(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->path().filename() == "_metadata") return true;
+  }
+  return false;
 }
 
 }  // namespace gcpstream::e2e

@@ -31,11 +31,6 @@ using namespace std::chrono_literals;
 
 constexpr char kQueue[] = "projects/gcpstream-e2e/locations/us-central1/queues/delayed-flights";
 
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 class CloudTasksKillTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {

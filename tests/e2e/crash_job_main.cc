@@ -4,13 +4,12 @@
 //
 //   crash_job --sink=2pc --out DIR --checkpoints DIR [--restore] [--records N]
 //             [--parallelism P] [--interval-ms I] [--commit-delay-ms D]
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
 #include <thread>
-
-#include <CLI/CLI.hpp>
 
 #include "gcpstream/runtime/builtin/number_sequence_source.h"
 #include "gcpstream/runtime/checkpoint_storage.h"
@@ -48,9 +47,9 @@ int main(int argc, char** argv) {
     }
   }
   auto stream =
-      env.from_source(std::make_shared<gcpstream::NumberSequenceSource>(0, records - 1,
-                                                                        parallelism * 4),
-                      gcpstream::WatermarkStrategy<std::int64_t>::no_watermarks(), "sequence")
+      env.from_source(
+             std::make_shared<gcpstream::NumberSequenceSource>(0, records - 1, parallelism * 4),
+             gcpstream::WatermarkStrategy<std::int64_t>::no_watermarks(), "sequence")
           .uid("sequence")
           .map(
               [](std::int64_t v) {

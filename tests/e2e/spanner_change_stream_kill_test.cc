@@ -30,11 +30,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 class SpannerChangeStreamKillTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -102,15 +97,6 @@ class SpannerChangeStreamKillTest : public ::testing::Test {
     }
   }
 
-  bool HasCheckpoint() const {
-    std::error_code ec;
-    for (fs::recursive_directory_iterator it(dir_ / "chk", ec), end; !ec && it != end;
-         it.increment(ec)) {
-      if (it->path().filename() == "_metadata") return true;
-    }
-    return false;
-  }
-
   std::vector<std::string> Args(bool restore) {
     std::vector<std::string> args = {GCPSTREAM_CLI_PATH,
                                      "run",
@@ -176,10 +162,10 @@ TEST_F(SpannerChangeStreamKillTest, EveryChangeArrivesAcrossAKillAndARestore) {
   AwaitDelays(
       300, [](int i) { return i; }, 90s, pid);
   const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (!HasCheckpoint() && std::chrono::steady_clock::now() < deadline) {
+  while (!HasCompletedCheckpoint(dir_ / "chk") && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(50ms);
   }
-  ASSERT_TRUE(HasCheckpoint()) << ReadFile(dir_ / "job.log");
+  ASSERT_TRUE(HasCompletedCheckpoint(dir_ / "chk")) << ReadFile(dir_ / "job.log");
   // More changes in flight at the kill, then changes made while nothing reads.
   Write(300, 400, false);
   kill(pid, SIGKILL);

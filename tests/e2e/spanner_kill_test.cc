@@ -33,11 +33,6 @@ namespace fs = std::filesystem;
 namespace sp = google::spanner::v1;
 using namespace std::chrono_literals;
 
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 class SpannerKillTest : public ::testing::Test {
  protected:
   void SetUp() override {

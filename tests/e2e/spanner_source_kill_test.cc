@@ -34,11 +34,6 @@ using namespace std::chrono_literals;
 
 constexpr int kRows = 20000;
 
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 class SpannerSourceKillTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -103,16 +98,6 @@ class SpannerSourceKillTest : public ::testing::Test {
     }
   }
 
-  // Whether the job completed a checkpoint (a chk-N directory with its _metadata).
-  bool HasCheckpoint() const {
-    std::error_code ec;
-    for (fs::recursive_directory_iterator it(dir_ / "chk", ec), end; !ec && it != end;
-         it.increment(ec)) {
-      if (it->path().filename() == "_metadata") return true;
-    }
-    return false;
-  }
-
   std::vector<std::string> Args(bool restore) {
     std::vector<std::string> args = {
         GCPSTREAM_CLI_PATH,
@@ -170,15 +155,15 @@ TEST_F(SpannerSourceKillTest, AKillAndARestoreDeliverEveryRowOfTheSnapshotAndNot
   // Progress is watched at the proxy and on disk, not by pulling: a pull cancelled
   // mid-delivery strands its messages for a minute on the emulator. The kill comes once rows
   // were published and a checkpoint completed.
-  while (((*proxy)->calls("Publish") < 4 || !HasCheckpoint()) &&
+  while (((*proxy)->calls("Publish") < 4 || !HasCompletedCheckpoint(dir_ / "chk")) &&
          std::chrono::steady_clock::now() < deadline) {
     int status = 0;
     ASSERT_NE(waitpid(pid, &status, WNOHANG), pid) << "the job ended before it was killed:\n"
                                                    << ReadFile(dir_ / "job.log");
     std::this_thread::sleep_for(50ms);
   }
-  ASSERT_TRUE(HasCheckpoint()) << "60 s without a completed checkpoint:\n"
-                               << ReadFile(dir_ / "job.log");
+  ASSERT_TRUE(HasCompletedCheckpoint(dir_ / "chk")) << "60 s without a completed checkpoint:\n"
+                                                    << ReadFile(dir_ / "job.log");
   const double killed_at = seconds();
   const int killed_publishes = (*proxy)->calls("Publish");
   kill(pid, SIGKILL);

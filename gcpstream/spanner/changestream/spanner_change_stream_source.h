@@ -29,7 +29,7 @@
 #include "gcpstream/spanner/changestream/change_stream_query_reader.h"
 #include "gcpstream/spanner/changestream/change_stream_record.h"
 #include "gcpstream/spanner/changestream/change_stream_split.h"
-#include "gcpstream/spanner/client/make_stub.h"
+#include "gcpstream/spanner/source/spanner_source_builder.h"
 
 namespace gcpstream::spanner {
 
@@ -75,12 +75,8 @@ class SpannerChangeStreamSource final
     : public Source<T, ChangeStreamPartitionSplit, ChangeStreamEnumState>,
       public LineageVertexProvider {
  public:
-  class Builder {
+  class Builder : public SpannerSourceBuilderBase<Builder> {
    public:
-    Builder& database(connector::DatabaseDestination database) {
-      database_ = std::move(database);
-      return *this;
-    }
     Builder& change_stream_name(std::string name) {
       stream_ = std::move(name);
       return *this;
@@ -99,34 +95,14 @@ class SpannerChangeStreamSource final
       options_ = std::move(options);
       return *this;
     }
-    Builder& service_account_key_file(std::string path) {
-      note(client_.set_service_account_key_file(std::move(path)));
-      return *this;
-    }
-    Builder& emulator_endpoint(std::string_view host_port) {
-      note(client_.set_emulator_endpoint(host_port));
-      return *this;
-    }
-    // Tests: the stub every enumerator and reader uses, the data client's options, the
-    // coordinator's clock.
-    Builder& stub(std::shared_ptr<SpannerStub> stub) {
-      stub_ = std::move(stub);
-      return *this;
-    }
-    Builder& data_client_options(DataClientOptions options) {
-      data_options_ = std::move(options);
-      return *this;
-    }
+    // Tests: the coordinator's clock.
     Builder& clock(ChangeStreamEnumerator::Clock clock) {
       clock_ = std::move(clock);
       return *this;
     }
     // INVALID_ARGUMENT naming what is missing or out of range.
     absl::StatusOr<std::shared_ptr<SpannerChangeStreamSource>> build() const {
-      GCP_RETURN_IF_ERROR(error_);
-      if (!database_) {
-        return absl::InvalidArgumentError("SpannerChangeStreamSource needs database(...)");
-      }
+      GCP_RETURN_IF_ERROR(this->validate_client("SpannerChangeStreamSource"));
       if (stream_.empty()) {
         return absl::InvalidArgumentError(
             "SpannerChangeStreamSource needs change_stream_name(...)");
@@ -136,7 +112,6 @@ class SpannerChangeStreamSource final
         return absl::InvalidArgumentError("SpannerChangeStreamSource needs deserializer(...)");
       }
       GCP_RETURN_IF_ERROR(options_.validate());
-      GCP_RETURN_IF_ERROR(client_.validate());
       GCP_ASSIGN_OR_RETURN(std::shared_ptr<const ChangeStreamFilter> filter,
                            ChangeStreamFilter::Create(options_.filters));
       return std::shared_ptr<SpannerChangeStreamSource>(
@@ -145,18 +120,10 @@ class SpannerChangeStreamSource final
 
    private:
     friend class SpannerChangeStreamSource;
-    void note(absl::Status s) {
-      if (error_.ok() && !s.ok()) error_ = std::move(s);
-    }
-    std::optional<connector::DatabaseDestination> database_;
     std::string stream_;
     DataChangeRecordDeserializer<T> deserializer_;
     SpannerChangeStreamOptions options_;
-    connector::ClientOptions client_;
-    std::shared_ptr<SpannerStub> stub_;
-    DataClientOptions data_options_;
     ChangeStreamEnumerator::Clock clock_;
-    absl::Status error_;
   };
 
   static Builder builder() { return Builder(); }
@@ -204,15 +171,6 @@ class SpannerChangeStreamSource final
   }
 
  private:
-  class RecordCollector final : public Collector<T> {
-   public:
-    explicit RecordCollector(std::vector<T>& records) : records_(records) {}
-    void collect(T value) override { records_.push_back(std::move(value)); }
-
-   private:
-    std::vector<T>& records_;
-  };
-
   class Emitter final : public RecordEmitter<ChangeStreamRecord, T, ChangeStreamPartitionSplit> {
    public:
     Emitter(DataChangeRecordDeserializer<T> deserializer,
@@ -254,7 +212,7 @@ class SpannerChangeStreamSource final
         columns_filtered_.inc_single_writer(outcome.columns_removed);
       }
       records_.clear();
-      RecordCollector out(records_);
+      VectorCollector<T> out(records_);
       absl::Status status;
       try {
         status = deserializer_(data, out);
@@ -456,10 +414,7 @@ class SpannerChangeStreamSource final
   SpannerChangeStreamSource(Builder b, std::shared_ptr<const ChangeStreamFilter> filter)
       : b_(std::move(b)), filter_(std::move(filter)) {}
 
-  SpannerReadClientFactory client_factory() const {
-    return MakeSpannerReadClientFactory(b_.database_->resource_name(), b_.client_, b_.stub_,
-                                        b_.data_options_);
-  }
+  SpannerReadClientFactory client_factory() const { return b_.client_factory(); }
 
   Builder b_;
   std::shared_ptr<const ChangeStreamFilter> filter_;

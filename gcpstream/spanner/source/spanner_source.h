@@ -24,6 +24,7 @@
 #include "gcpstream/spanner/source/spanner_partition_reader.h"
 #include "gcpstream/spanner/source/spanner_partition_split.h"
 #include "gcpstream/spanner/source/spanner_read_operation.h"
+#include "gcpstream/spanner/source/spanner_source_builder.h"
 #include "gcpstream/spanner/source/spanner_split_enumerator.h"
 
 namespace gcpstream::spanner {
@@ -62,12 +63,8 @@ template <typename T>
 class SpannerSource final : public Source<T, SpannerPartitionSplit, SpannerSourceEnumState>,
                             public LineageVertexProvider {
  public:
-  class Builder {
+  class Builder : public SpannerSourceBuilderBase<Builder> {
    public:
-    Builder& database(connector::DatabaseDestination database) {
-      database_ = std::move(database);
-      return *this;
-    }
     Builder& read_operation(SpannerReadOperation op) {
       op_ = std::move(op);
       return *this;
@@ -86,50 +83,22 @@ class SpannerSource final : public Source<T, SpannerPartitionSplit, SpannerSourc
       options_ = std::move(options);
       return *this;
     }
-    Builder& service_account_key_file(std::string path) {
-      note(client_.set_service_account_key_file(std::move(path)));
-      return *this;
-    }
-    Builder& emulator_endpoint(std::string_view host_port) {
-      note(client_.set_emulator_endpoint(host_port));
-      return *this;
-    }
-    // Tests: the stub every enumerator and reader reads through instead of a gRPC client, and
-    // the data client's options (retry budget, sleeps).
-    Builder& stub(std::shared_ptr<SpannerStub> stub) {
-      stub_ = std::move(stub);
-      return *this;
-    }
-    Builder& data_client_options(DataClientOptions options) {
-      data_options_ = std::move(options);
-      return *this;
-    }
     // INVALID_ARGUMENT naming what is missing or out of range.
     absl::StatusOr<std::shared_ptr<SpannerSource>> build() const {
-      GCP_RETURN_IF_ERROR(error_);
-      if (!database_) return absl::InvalidArgumentError("SpannerSource needs database(...)");
+      GCP_RETURN_IF_ERROR(this->validate_client("SpannerSource"));
       if (!op_) return absl::InvalidArgumentError("SpannerSource needs read_operation(...)");
       if (!deserializer_)
         return absl::InvalidArgumentError("SpannerSource needs deserializer(...)");
       GCP_RETURN_IF_ERROR(op_->validate());
       GCP_RETURN_IF_ERROR(options_.validate());
-      GCP_RETURN_IF_ERROR(client_.validate());
       return std::shared_ptr<SpannerSource>(new SpannerSource(*this));
     }
 
    private:
     friend class SpannerSource;
-    void note(absl::Status s) {
-      if (error_.ok() && !s.ok()) error_ = std::move(s);
-    }
-    std::optional<connector::DatabaseDestination> database_;
     std::optional<SpannerReadOperation> op_;
     SpannerRowDeserializer<T> deserializer_;
     SpannerSourceOptions options_;
-    connector::ClientOptions client_;
-    std::shared_ptr<SpannerStub> stub_;
-    DataClientOptions data_options_;
-    absl::Status error_;
   };
 
   static Builder builder() { return Builder(); }
@@ -177,17 +146,6 @@ class SpannerSource final : public Source<T, SpannerPartitionSplit, SpannerSourc
   }
 
  private:
-  // Keeps the deserializer's records until it returned, so that a failure downstream (the
-  // chained operators run inside SourceOutput::collect) is never taken for the deserializer's.
-  class RowCollector final : public Collector<T> {
-   public:
-    explicit RowCollector(std::vector<T>& records) : records_(records) {}
-    void collect(T value) override { records_.push_back(std::move(value)); }
-
-   private:
-    std::vector<T>& records_;
-  };
-
   class Emitter final : public RecordEmitter<Row, T, SpannerPartitionSplit> {
    public:
     Emitter(SpannerRowDeserializer<T> deserializer, SourceReaderContext& context)
@@ -199,7 +157,7 @@ class SpannerSource final : public Source<T, SpannerPartitionSplit, SpannerSourc
       rows_read_.inc_single_writer();
       split.started = true;
       records_.clear();
-      RowCollector out(records_);
+      VectorCollector<T> out(records_);
       absl::Status status;
       try {
         status = deserializer_(row, out);
@@ -270,10 +228,7 @@ class SpannerSource final : public Source<T, SpannerPartitionSplit, SpannerSourc
 
   explicit SpannerSource(Builder b) : b_(std::move(b)) {}
 
-  SpannerReadClientFactory client_factory() const {
-    return MakeSpannerReadClientFactory(b_.database_->resource_name(), b_.client_, b_.stub_,
-                                        b_.data_options_);
-  }
+  SpannerReadClientFactory client_factory() const { return b_.client_factory(); }
 
   Builder b_;
   SpannerPartitionSplitSerializer split_serializer_;

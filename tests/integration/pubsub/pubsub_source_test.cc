@@ -16,6 +16,7 @@
 #include "gcpstream/runtime/stream_execution_environment.h"
 #include "tests/support/emulators.h"
 #include "tests/support/pubsub_emulator.h"
+#include "tests/support/running_job.h"
 
 namespace gcpstream::pubsub {
 namespace {
@@ -53,29 +54,7 @@ struct Seen {
   }
 };
 
-// A job running on its own thread.
-struct RunningJob {
-  std::unique_ptr<runtime::JobRunner> runner;
-  std::thread thread;
-  runtime::JobResult result;
-  ~RunningJob() {
-    if (thread.joinable()) {
-      runner->cancel();
-      thread.join();
-    }
-  }
-  void start() {
-    thread = std::thread([this] { result = runner->run(); });
-  }
-  runtime::JobResult finish() {
-    if (thread.joinable()) thread.join();
-    return result;
-  }
-  std::int64_t latest_checkpoint() {
-    auto c = runner->latest_checkpoint();
-    return c ? c->id : 0;
-  }
-};
+using testing::RunningJob;
 
 class PubSubSourceIT : public ::testing::Test {
  protected:

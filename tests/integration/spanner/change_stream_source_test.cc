@@ -18,6 +18,7 @@
 #include "gcpstream/spanner/admin/database_admin.h"
 #include "gcpstream/spanner/changestream/spanner_change_stream_source.h"
 #include "tests/support/emulators.h"
+#include "tests/support/running_job.h"
 
 namespace gcpstream::spanner {
 namespace {
@@ -53,21 +54,7 @@ struct Seen {
   }
 };
 
-struct RunningJob {
-  std::unique_ptr<runtime::JobRunner> runner;
-  std::thread thread;
-  runtime::JobResult result;
-  ~RunningJob() {
-    if (thread.joinable()) {
-      runner->cancel();
-      thread.join();
-    }
-  }
-  std::int64_t latest_checkpoint() {
-    auto c = runner->latest_checkpoint();
-    return c ? c->id : 0;
-  }
-};
+using testing::RunningJob;
 
 class ChangeStreamSourceIT : public ::testing::Test {
  protected:
@@ -184,7 +171,7 @@ class ChangeStreamSourceIT : public ::testing::Test {
                    "seen");
     auto job = std::make_unique<RunningJob>();
     job->runner = env.create_runner("change-stream-it");
-    job->thread = std::thread([j = job.get()] { j->result = j->runner->run(); });
+    job->start();
     return job;
   }
 
@@ -274,7 +261,7 @@ TEST_F(ChangeStreamSourceIT, SeesEveryChangeInOrderWhilePartitionsSplitAndMerge)
     AwaitAll(*seen, expected);
     ExpectOrderedPerKey(*seen, /*allow_replay=*/false);
     job->runner->cancel();
-    job->thread.join();
+    job->finish();
     // The initial query, its two children, and at least their children: the emulator ended
     // partitions during the run, so the lineage changed under the job.
     EXPECT_GE(job->result.metric("changes", "splitsAssigned"), 5);
@@ -307,7 +294,7 @@ TEST_F(ChangeStreamSourceIT, ColumnFiltersProjectAndTableFiltersDrop) {
     EXPECT_THAT(c, ::testing::Not(HasSubstr("secret"))) << "an excluded column";
   }
   job->runner->cancel();
-  job->thread.join();
+  job->finish();
   EXPECT_GE(job->result.metric("changes", "changeStreamRecordsFiltered"), 1);
   // One commit of three rows: per record the Note column type, plus one Note value per row.
   EXPECT_GE(job->result.metric("changes", "changeStreamColumnOccurrencesFiltered"), 4);
@@ -341,7 +328,7 @@ TEST_F(ChangeStreamSourceIT, NothingIsLostAcrossAFailureAndARestoreInBothDialect
     EXPECT_TRUE(failed->load()) << "the injected failure never happened";
     ExpectOrderedPerKey(*seen, /*allow_replay=*/true);
     job->runner->cancel();
-    job->thread.join();
+    job->finish();
   }
 }
 
@@ -351,7 +338,7 @@ TEST_F(ChangeStreamSourceIT, AMissingStreamFailsTheJobNamingIt) {
   ASSERT_TRUE(source.ok()) << source.status();
   auto seen = std::make_shared<Seen>();
   auto job = Job(*source, seen, 1);
-  job->thread.join();
+  job->finish();
   EXPECT_EQ(job->result.status.code(), absl::StatusCode::kNotFound) << job->result.status;
   EXPECT_THAT(job->result.status.message(), HasSubstr("\"Nope\""));
 }
