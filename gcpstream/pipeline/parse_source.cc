@@ -243,7 +243,8 @@ SpannerChangeStreamSourceSpec ParseSpannerChangeStreamSource(YamlMap& m) {
     if (text == "latest") return spanner::ChangeStreamStartPosition::latest();
     if (!text.empty() && text[0] == '-') {
       absl::Duration ago;
-      if (absl::ParseDuration(text.substr(1), &ago) && ago >= absl::ZeroDuration()) {
+      if (absl::ParseDuration(text.substr(1), &ago) && ago >= absl::ZeroDuration() &&
+          ago <= absl::Hours(24 * 3650)) {
         return spanner::ChangeStreamStartPosition::relative(ago);
       }
     } else if (auto t = spanner::ParseTimestamp(text); t.ok()) {
@@ -274,9 +275,9 @@ SpannerChangeStreamSourceSpec ParseSpannerChangeStreamSource(YamlMap& m) {
   const std::string priority = m.choice("rpc_priority", "HIGH", {"LOW", "MEDIUM", "HIGH"});
   if (priority == "LOW") o.rpc_priority = google::spanner::v1::RequestOptions::PRIORITY_LOW;
   if (priority == "MEDIUM") o.rpc_priority = google::spanner::v1::RequestOptions::PRIORITY_MEDIUM;
-  o.max_concurrent_queries_per_subtask =
-      static_cast<int>(m.integer("max_concurrent_queries_per_subtask",
-                                 o.max_concurrent_queries_per_subtask, IntRange{1, 1000}));
+  o.max_concurrent_queries_per_subtask = static_cast<int>(
+      m.integer("max_concurrent_queries_per_subtask", o.max_concurrent_queries_per_subtask,
+                IntRange{1, spanner::kMaxQueriesPerSubtask}));
   o.filters.table_include = m.string_list("table_include_list");
   o.filters.table_exclude = m.string_list("table_exclude_list");
   o.filters.column_include = m.string_list("column_include_list");

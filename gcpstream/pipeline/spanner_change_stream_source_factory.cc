@@ -13,6 +13,7 @@ namespace {
 absl::StatusOr<json> Object(const std::optional<std::string>& text, const char* what) {
   if (!text) return json::object();
   json parsed = json::parse(*text, nullptr, false);
+  if (parsed.is_null()) return json::object();  // present as JSON null: no columns
   if (parsed.is_discarded() || !parsed.is_object()) {
     return absl::InvalidArgumentError(
         absl::StrCat("Spanner change record: ", what, " is not a JSON object"));

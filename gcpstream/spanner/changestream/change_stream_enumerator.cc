@@ -73,8 +73,32 @@ void ChangeStreamEnumerator::on_metadata(absl::StatusOr<ChangeStreamMetadata> me
         "altered",
         stream_, metadata_->explicit_column_tables);
   }
-  const absl::Time now = now_();
+  if (!restored_) {
+    const absl::Time start = options_.start_position.resolve(now_());
+    spdlog::info("SpannerChangeStreamSource: change stream {} starts at {} ({})", stream_,
+                 FormatTimestamp(start), options_.start_position.describe());
+    ledger_.start_fresh(start);
+  }
+  maybe_release();
+  update_gauges();
+}
+
+absl::Status ChangeStreamEnumerator::add_reader(int subtask) {
+  (void)subtask;  // a reader announces itself with ChangeStreamReaderHello
+  return absl::OkStatus();
+}
+
+void ChangeStreamEnumerator::maybe_release() {
+  if (released_ || !metadata_) return;
+  if (static_cast<int>(hello_.size()) < context_.current_parallelism()) return;
+  std::map<std::string, std::pair<int, ChangeStreamPartitionSplit>> held;
+  for (const auto& [subtask, splits] : hello_) {
+    for (const auto& split : splits) held[split.split_id()] = {subtask, split};
+  }
+  ledger_.reconcile(held);
   if (restored_) {
+    // With the readers' own (newer) positions in: the oldest place any query would open at.
+    const absl::Time now = now_();
     if (auto oldest = ledger_.low_watermark()) {
       absl::Status within = CheckWithinRetention(*oldest, now, *metadata_);
       if (!within.ok()) {
@@ -93,30 +117,6 @@ void ChangeStreamEnumerator::on_metadata(absl::StatusOr<ChangeStreamMetadata> me
     } else {
       ledger_.start_fresh(options_.start_position.resolve(now));
     }
-  } else {
-    const absl::Time start = options_.start_position.resolve(now);
-    spdlog::info("SpannerChangeStreamSource: change stream {} starts at {} ({})", stream_,
-                 FormatTimestamp(start), options_.start_position.describe());
-    ledger_.start_fresh(start);
-  }
-  maybe_release();
-  update_gauges();
-}
-
-absl::Status ChangeStreamEnumerator::add_reader(int subtask) {
-  (void)subtask;  // a reader announces itself with ChangeStreamReaderHello
-  return absl::OkStatus();
-}
-
-void ChangeStreamEnumerator::maybe_release() {
-  if (released_ || !metadata_) return;
-  if (static_cast<int>(hello_.size()) < context_.current_parallelism()) return;
-  if (!discard_held_) {
-    std::map<std::string, std::pair<int, ChangeStreamPartitionSplit>> held;
-    for (const auto& [subtask, splits] : hello_) {
-      for (const auto& split : splits) held[split.split_id()] = {subtask, split};
-    }
-    ledger_.reconcile(held);
   }
   released_ = true;
   auto release = std::make_shared<ChangeStreamRelease>();
@@ -158,9 +158,10 @@ void ChangeStreamEnumerator::serve() {
 absl::Status ChangeStreamEnumerator::add_splits_back(std::vector<ChangeStreamPartitionSplit> splits,
                                                      int subtask) {
   // A reader failed alone: what it held since the last checkpoint is ready again.
-  (void)splits;
+  std::vector<std::string> ids;
+  for (const auto& split : splits) ids.push_back(split.split_id());
   requests_.erase(subtask);
-  ledger_.return_assigned(subtask);
+  ledger_.return_assigned(ids);
   serve();
   return absl::OkStatus();
 }
@@ -173,6 +174,7 @@ absl::Status ChangeStreamEnumerator::handle_source_event(int subtask,
       // A reader that started again after the release (its subtask restarted alone).
       auto release = std::make_shared<ChangeStreamRelease>();
       release->dialect = metadata_->dialect;
+      release->discard_held = discard_held_;
       context_.send_event_to_source_reader(subtask, release);
     }
     maybe_release();

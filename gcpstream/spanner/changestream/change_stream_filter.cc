@@ -105,6 +105,7 @@ absl::StatusOr<ChangeStreamFilter::Outcome> ChangeStreamFilter::apply(
   auto project = [&](std::optional<std::string>& values) -> absl::Status {
     if (!values) return absl::OkStatus();
     nlohmann::json object = nlohmann::json::parse(*values, nullptr, false);
+    if (object.is_null()) return absl::OkStatus();  // present as JSON null: nothing to project
     if (object.is_discarded() || !object.is_object()) {
       return absl::InvalidArgumentError(
           fmt::format("SpannerChangeStreamSource: a value object of table {} is not a JSON object",

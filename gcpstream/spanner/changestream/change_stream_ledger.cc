@@ -29,7 +29,7 @@ void ChangeStreamLedger::start_fresh(absl::Time start) {
 
 int ChangeStreamLedger::on_children(const std::string& parent_id,
                                     const ChildPartitionsRecord& record) {
-  (void)parent_id;
+  auto reporter = entries_.find(parent_id);
   int added = 0;
   for (const auto& child : record.children) {
     const std::string id = ChangeStreamSplitId(child.token, record.start_timestamp);
@@ -39,6 +39,9 @@ int ChangeStreamLedger::on_children(const std::string& parent_id,
     e.split.start = record.start_timestamp;
     e.split.position = record.start_timestamp;
     e.split.parent_tokens = child.parent_tokens;
+    if (e.split.parent_tokens.empty() && reporter != entries_.end()) {
+      e.split.parent_tokens.push_back(reporter->second.split.token);
+    }
     e.state = State::kWaiting;
     entries_.emplace(id, std::move(e));
     ++added;
@@ -63,19 +66,19 @@ void ChangeStreamLedger::on_finished(const std::string& split_id) {
   drop_unneeded_proofs();
 }
 
-bool ChangeStreamLedger::finished_or_gone(const std::string& token) const {
-  // Parents are named by token; a token is unique among unfinished partitions.
+bool ChangeStreamLedger::finished(const std::string& token) const {
+  // Parents are named by token; a token is unique in the ledger.
   for (const auto& [id, e] : entries_) {
     if (e.split.token == token) return e.state == State::kFinished;
   }
-  return true;
+  return false;  // not discovered yet: not read yet
 }
 
 void ChangeStreamLedger::promote_waiting() {
   for (auto& [id, e] : entries_) {
     if (e.state != State::kWaiting) continue;
     const bool all = std::all_of(e.split.parent_tokens.begin(), e.split.parent_tokens.end(),
-                                 [&](const std::string& p) { return finished_or_gone(p); });
+                                 [&](const std::string& p) { return finished(p); });
     if (all) {
       e.state = State::kReady;
       ready_.push_back(id);
@@ -140,11 +143,12 @@ void ChangeStreamLedger::reconcile(
   }
 }
 
-void ChangeStreamLedger::return_assigned(int subtask) {
-  for (auto& [id, e] : entries_) {
-    if (e.state != State::kAssigned || e.subtask != subtask) continue;
-    e.state = State::kReady;
-    e.subtask = -1;
+void ChangeStreamLedger::return_assigned(const std::vector<std::string>& split_ids) {
+  for (const auto& id : split_ids) {
+    auto it = entries_.find(id);
+    if (it == entries_.end() || it->second.state != State::kAssigned) continue;
+    it->second.state = State::kReady;
+    it->second.subtask = -1;
     ready_.push_back(id);
   }
 }

@@ -16,7 +16,11 @@ namespace gcpstream::spanner {
 // The coordinator's partition lineage: every unfinished partition of a change stream (waiting
 // for parents, ready, or held by a reader), plus finished parents kept only as long as a
 // discovered child still waits for another parent. A child becomes ready only when every
-// parent it names has finished (a parent the ledger does not hold finished long ago). Ready
+// parent it names is in the ledger as finished: a parent the ledger does not know yet has not
+// been read (a parent reports its children before it ends, so a finished parent's proof is
+// still here while any child waits). A child that names no parent (the initial query's) waits
+// for the partition that reported it. So a child is never read before all of its parents, and
+// a finished child cannot be reported again (its parents are finished for good). Ready
 // partitions are handed out first in, first out. Not thread-safe (the coordinator thread).
 class ChangeStreamLedger {
  public:
@@ -43,8 +47,9 @@ class ChangeStreamLedger {
   // position — an earlier one than the reader had, so nothing is skipped.
   void reconcile(const std::map<std::string, std::pair<int, ChangeStreamPartitionSplit>>& held);
 
-  // A reader failed alone: the partitions it held are ready again, from the ledger's position.
-  void return_assigned(int subtask);
+  // A reader failed alone: these partitions it held are ready again, from the ledger's
+  // position.
+  void return_assigned(const std::vector<std::string>& split_ids);
 
   // The smallest position over every unfinished partition (waiting, ready or assigned);
   // nullopt when there is none.
@@ -62,7 +67,7 @@ class ChangeStreamLedger {
  private:
   void promote_waiting();
   void drop_unneeded_proofs();
-  bool finished_or_gone(const std::string& token) const;
+  bool finished(const std::string& token) const;
 
   std::map<std::string, ChangeStreamLedgerEntry> entries_;  // by split id
   std::deque<std::string> ready_;

@@ -59,11 +59,12 @@ bool Flag(const std::map<std::string, google::protobuf::Value>& row, const char*
 
 std::string ChangeStreamMetadata::describe() const {
   return fmt::format(
-      "dialect {}, watches {}, retention {}{}, value_capture_type {}, partition_mode {}",
+      "dialect {}, watches {}, retention {}{}, value_capture_type {}, partition_mode {}, other "
+      "options [{}]",
       DialectName(dialect),
       watches_all ? std::string("all tables") : fmt::format("{}", fmt::join(tables, ", ")),
       absl::FormatDuration(retention), retention_explicit ? "" : " (assumed: no retention row)",
-      value_capture_type, partition_mode);
+      value_capture_type, partition_mode, fmt::join(other_options, ", "));
 }
 
 absl::StatusOr<ChangeStreamMetadata> ReadChangeStreamMetadata(SpannerDataClient& client,
@@ -75,6 +76,10 @@ absl::StatusOr<ChangeStreamMetadata> ReadChangeStreamMetadata(SpannerDataClient&
                                               what, stream, s.message()));
   };
   ChangeStreamMetadata m;
+  auto same = [&m](const std::string& reported, const std::string& wanted) {
+    return m.dialect == Dialect::kGoogleSql ? absl::EqualsIgnoreCase(reported, wanted)
+                                            : reported == wanted;
+  };
   auto dialect = Rows(client,
                       "SELECT OPTION_VALUE FROM INFORMATION_SCHEMA.DATABASE_OPTIONS "
                       "WHERE OPTION_NAME = 'database_dialect'");
@@ -86,7 +91,7 @@ absl::StatusOr<ChangeStreamMetadata> ReadChangeStreamMetadata(SpannerDataClient&
   if (!streams.ok()) return context(streams.status(), "INFORMATION_SCHEMA.CHANGE_STREAMS");
   bool found = false;
   for (const auto& row : *streams) {
-    if (Text(row, "change_stream_name") != stream) continue;
+    if (!same(Text(row, "change_stream_name"), stream)) continue;
     found = true;
     m.watches_all = Flag(row, "all");
   }
@@ -99,7 +104,7 @@ absl::StatusOr<ChangeStreamMetadata> ReadChangeStreamMetadata(SpannerDataClient&
   auto tables = Rows(client, "SELECT * FROM INFORMATION_SCHEMA.CHANGE_STREAM_TABLES");
   if (!tables.ok()) return context(tables.status(), "INFORMATION_SCHEMA.CHANGE_STREAM_TABLES");
   for (const auto& row : *tables) {
-    if (Text(row, "change_stream_name") != stream) continue;
+    if (!same(Text(row, "change_stream_name"), stream)) continue;
     m.tables.push_back(Text(row, "table_name"));
     if (!Flag(row, "all_columns")) m.explicit_column_tables.push_back(Text(row, "table_name"));
   }
@@ -109,7 +114,7 @@ absl::StatusOr<ChangeStreamMetadata> ReadChangeStreamMetadata(SpannerDataClient&
   m.value_capture_type = "OLD_AND_NEW_VALUES";
   m.partition_mode = "IMMUTABLE_KEY_RANGE";
   for (const auto& row : *options) {
-    if (Text(row, "change_stream_name") != stream) continue;
+    if (!same(Text(row, "change_stream_name"), stream)) continue;
     const std::string name = absl::AsciiStrToLower(Text(row, "option_name"));
     const std::string value = Text(row, "option_value");
     if (name == "retention_period") {
@@ -126,6 +131,8 @@ absl::StatusOr<ChangeStreamMetadata> ReadChangeStreamMetadata(SpannerDataClient&
       m.value_capture_type = value;
     } else if (name == "partition_mode") {
       m.partition_mode = value;
+    } else {
+      m.other_options.push_back(name + "=" + value);
     }
   }
   if (m.partition_mode != "IMMUTABLE_KEY_RANGE") {

@@ -22,13 +22,17 @@ struct ChangeStreamMetadata {
   bool retention_explicit = false;  // false: absent_retention_fallback was assumed
   std::string value_capture_type;   // "OLD_AND_NEW_VALUES" when the stream sets none
   std::string partition_mode;       // "IMMUTABLE_KEY_RANGE" when the stream sets none
+  // Every other option the stream sets ("exclude_insert=true", "allow_txn_exclusion=true", ...).
+  std::vector<std::string> other_options;
 
-  // One line for the log: scope, retention, value capture type, partition mode.
+  // One line for the log: scope, retention, value capture type, partition mode, and the
+  // other options (the exclusion options among them).
   std::string describe() const;
 };
 
 // Reads the dialect (INFORMATION_SCHEMA.DATABASE_OPTIONS) and the stream's rows of
-// CHANGE_STREAMS, CHANGE_STREAM_TABLES and CHANGE_STREAM_OPTIONS. NOT_FOUND naming the stream
+// CHANGE_STREAMS, CHANGE_STREAM_TABLES and CHANGE_STREAM_OPTIONS (names compared as the dialect
+// does: case-insensitively in GoogleSQL, exactly in PostgreSQL). NOT_FOUND naming the stream
 // when it does not exist; FAILED_PRECONDITION for a partition mode other than
 // IMMUTABLE_KEY_RANGE (the only one this source reads). Blocking.
 absl::StatusOr<ChangeStreamMetadata> ReadChangeStreamMetadata(SpannerDataClient& client,

@@ -33,10 +33,17 @@ std::string ChangeStreamStartPosition::describe() const {
 }
 
 absl::Status ChangeStreamStartPosition::validate() const {
-  if (kind_ == Kind::kRelative && ago_ < absl::ZeroDuration()) {
+  if (kind_ == Kind::kRelative && (ago_ < absl::ZeroDuration() || ago_ > absl::Hours(24 * 3650))) {
     return absl::InvalidArgumentError(
-        "SpannerChangeStreamSource: a relative start position must lie in the past (a "
-        "non-negative offset)");
+        "SpannerChangeStreamSource: a relative start position must lie in the past, at most "
+        "3650 days before the start (a finite, non-negative offset)");
+  }
+  if (kind_ == Kind::kAbsolute &&
+      (at_ < absl::FromCivil(absl::CivilSecond(1, 1, 1), absl::UTCTimeZone()) ||
+       at_ > absl::FromCivil(absl::CivilSecond(9999, 12, 31, 23, 59, 59), absl::UTCTimeZone()))) {
+    return absl::InvalidArgumentError(
+        "SpannerChangeStreamSource: an absolute start position must lie between years 1 and "
+        "9999 (a Spanner TIMESTAMP)");
   }
   return absl::OkStatus();
 }
@@ -60,9 +67,12 @@ absl::Status SpannerChangeStreamOptions::validate() const {
     return bad(fmt::format("heartbeat_interval must be from 1 s to 5 min, got {} ms",
                            heartbeat_interval.count()));
   }
-  if (max_concurrent_queries_per_subtask < 1) {
-    return bad(fmt::format("max_concurrent_queries_per_subtask must be at least 1, got {}",
-                           max_concurrent_queries_per_subtask));
+  if (max_concurrent_queries_per_subtask < 1 ||
+      max_concurrent_queries_per_subtask > kMaxQueriesPerSubtask) {
+    return bad(fmt::format(
+        "max_concurrent_queries_per_subtask must be from 1 to {} (each running query holds a "
+        "session of the reader's pool for as long as it runs), got {}",
+        kMaxQueriesPerSubtask, max_concurrent_queries_per_subtask));
   }
   if (rpc_priority != google::spanner::v1::RequestOptions::PRIORITY_LOW &&
       rpc_priority != google::spanner::v1::RequestOptions::PRIORITY_MEDIUM &&

@@ -59,7 +59,8 @@ struct SpannerChangeStreamOptions {
   google::spanner::v1::RequestOptions::Priority rpc_priority =
       google::spanner::v1::RequestOptions::PRIORITY_HIGH;
   // Partition queries one subtask runs at once; more assigned splits wait in a checkpointed
-  // FIFO. Parallelism x this is the job's capacity (not a Spanner quota).
+  // FIFO. Parallelism x this is the job's capacity (not a Spanner quota). 1 to
+  // kMaxQueriesPerSubtask (100).
   int max_concurrent_queries_per_subtask = 8;
   ChangeStreamFilterOptions filters;
 
@@ -70,6 +71,10 @@ struct SpannerChangeStreamOptions {
 // The one-minute margin kept from the moving retention edge: a position closer than this to
 // the edge counts as expired, since it may expire before the query reaches Spanner.
 inline constexpr absl::Duration kRetentionSafetyMargin = absl::Minutes(1);
+
+// Each running partition query holds one session of its reader's pool for its whole life, so a
+// subtask runs at most as many as the pool holds (SessionPoolOptions::max_sessions, 100).
+inline constexpr int kMaxQueriesPerSubtask = 100;
 
 // INVALID_ARGUMENT unless `name` is a plain identifier (letters, digits, '_', starting with a
 // letter), so it can be spliced into READ_<name> / spanner.read_json_<name>.

@@ -46,7 +46,7 @@ void ChangeStreamQueryReader::open(Query& q) {
     q.done = false;
     q.status = absl::OkStatus();
     q.saw_children = false;
-    q.any_record = false;
+    q.opened_at = q.split.position;
   }
   q.cancel = std::make_unique<ReadCancellation>();
   const Dialect dialect = static_cast<Dialect>(dialect_->load());
@@ -58,29 +58,34 @@ void ChangeStreamQueryReader::open(Query& q) {
   }
   q.thread = std::thread([this, &q, request = std::move(request), cancel = q.cancel.get()] {
     const std::string id = q.split.split_id();
-    absl::Status status = client_->data().ExecuteStreamingSql(
-        request,
-        [&](const sp::ResultSetMetadata& metadata,
-            std::vector<google::protobuf::Value> values) -> absl::Status {
-          auto records = ParseChangeStreamRow(metadata.row_type(), values, q.split.token);
-          if (!records.ok()) return records.status();
-          std::unique_lock lock(mu_);
-          for (auto& record : *records) {
-            if (std::holds_alternative<ChildPartitionsRecord>(record)) q.saw_children = true;
-            if (auto* d = std::get_if<DataChangeRecord>(&record)) {
-              if (d->commit_timestamp > q.split.position) q.split.position = d->commit_timestamp;
-            } else if (auto* h = std::get_if<HeartbeatRecord>(&record)) {
-              if (h->timestamp > q.split.position) q.split.position = h->timestamp;
+    absl::Status status;
+    try {
+      status = client_->data().ExecuteStreamingSql(
+          request,
+          [&](const sp::ResultSetMetadata& metadata,
+              std::vector<google::protobuf::Value> values) -> absl::Status {
+            auto records = ParseChangeStreamRow(metadata.row_type(), values, q.split.token);
+            if (!records.ok()) return records.status();
+            std::unique_lock lock(mu_);
+            for (auto& record : *records) {
+              if (std::holds_alternative<ChildPartitionsRecord>(record)) q.saw_children = true;
+              if (auto* d = std::get_if<DataChangeRecord>(&record)) {
+                if (d->commit_timestamp > q.split.position) q.split.position = d->commit_timestamp;
+              } else if (auto* h = std::get_if<HeartbeatRecord>(&record)) {
+                if (h->timestamp > q.split.position) q.split.position = h->timestamp;
+              }
+              q.records.push_back(std::move(record));
             }
-            q.any_record = true;
-            q.records.push_back(std::move(record));
-          }
-          cv_.notify_all();
-          cv_.wait(lock, [&] { return closing_ || q.records.empty(); });
-          if (closing_) return absl::CancelledError("the source reader is closing");
-          return absl::OkStatus();
-        },
-        cancel);
+            cv_.notify_all();
+            cv_.wait(lock, [&] { return closing_ || q.records.empty(); });
+            if (closing_) return absl::CancelledError("the source reader is closing");
+            return absl::OkStatus();
+          },
+          cancel);
+    } catch (const std::exception& e) {
+      // Never std::terminate the process from a query thread: fail the reader instead.
+      status = absl::InternalError(e.what());
+    }
     {
       std::lock_guard lock(mu_);
       q.done = true;
@@ -133,11 +138,12 @@ absl::StatusOr<RecordsWithSplitIds<ChangeStreamRecord>> ChangeStreamQueryReader:
       queries_.erase(id);
       continue;
     }
-    q->empty_ends = q->any_record ? 0 : q->empty_ends + 1;
+    // Progress is a position past where the query opened (the boundary record comes again).
+    q->empty_ends = q->split.position > q->opened_at ? 0 : q->empty_ends + 1;
     if (q->empty_ends >= kMaxEmptyEnds) {
       return absl::InternalError(fmt::format(
           "SpannerChangeStreamSource: the query of partition {} ended {} times in a row without "
-          "a record and without reporting child partitions; it cannot be finished or read",
+          "progress and without reporting child partitions; it cannot be finished or read",
           id, q->empty_ends));
     }
     restarts_.inc();

@@ -24,7 +24,7 @@ namespace gcpstream::spanner {
 //
 // A query that ends OK after reporting its children finishes its split. One that ends OK
 // without children is not finished: it is opened again at its position (counted by
-// changeStreamQueryRestarts; three such ends in a row without a record fail the reader, as a
+// changeStreamQueryRestarts; three such ends in a row without progress fail the reader, as a
 // service that keeps closing a partition is not something to spin on). A failure the data
 // client could not resume fails the reader with its code; the split stays in the checkpoint.
 class ChangeStreamQueryReader final
@@ -48,7 +48,7 @@ class ChangeStreamQueryReader final
     std::deque<ChangeStreamRecord> records;
     bool saw_children = false;
     bool done = false;
-    bool any_record = false;
+    absl::Time opened_at;  // the position the query was (re)opened at
     absl::Status status;
     int empty_ends = 0;
   };

@@ -32,6 +32,9 @@ absl::StatusOr<json> ToJson(const sp::Type& type, const google::protobuf::Value&
       if (items.size() != fields.size()) return Bad("a STRUCT with the wrong field count");
       json object = json::object();
       for (int i = 0; i < fields.size(); ++i) {
+        // A JSON member that is SQL NULL is one Spanner omitted: leave it out, so it stays
+        // distinct from a member present as JSON null (as in the PostgreSQL shape).
+        if (fields[i].type().code() == sp::JSON && items[i].has_null_value()) continue;
         GCP_ASSIGN_OR_RETURN(object[fields[i].name()], ToJson(fields[i].type(), items[i]));
       }
       return object;
@@ -100,7 +103,8 @@ absl::StatusOr<absl::Time> Time(const json& object, const char* name) {
   return *t;
 }
 
-// A JSON member kept as normalized text; std::nullopt when absent (or SQL NULL).
+// A JSON member kept as normalized text: std::nullopt when Spanner omitted it, "null" when it
+// is present as JSON null.
 absl::StatusOr<std::optional<std::string>> JsonText(const json& object, const char* name) {
   auto it = object.find(name);
   if (it == object.end()) return std::optional<std::string>();
@@ -112,7 +116,6 @@ absl::StatusOr<std::optional<std::string>> JsonText(const json& object, const ch
     if (parsed.is_discarded()) return Bad(fmt::format("member '{}' does not parse", name));
     v = &parsed;
   }
-  if (v->is_null() && it->is_null()) return std::optional<std::string>();
   return std::optional<std::string>(v->dump());
 }
 
@@ -168,7 +171,10 @@ absl::StatusOr<ChildPartitionsRecord> ParseChildren(const json& r) {
   GCP_ASSIGN_OR_RETURN(out.start_timestamp, Time(r, "start_timestamp"));
   GCP_ASSIGN_OR_RETURN(out.record_sequence, String(r, "record_sequence"));
   GCP_ASSIGN_OR_RETURN(const json* children, Member(r, "child_partitions"));
-  if (!children->is_array()) return Bad("'child_partitions' is not an array");
+  // An empty list would end a partition with nobody to take its key range over.
+  if (!children->is_array() || children->empty()) {
+    return Bad("'child_partitions' is not a non-empty array");
+  }
   for (const json& c : *children) {
     if (!c.is_object()) return Bad("a child partition is not an object");
     ChildPartition child;

@@ -27,10 +27,11 @@ struct ChangeStreamColumnType {
   friend bool operator==(const ChangeStreamColumnType&, const ChangeStreamColumnType&) = default;
 };
 
-// One row modification. Each member is a normalized JSON object (members sorted recursively)
-// or std::nullopt when Spanner omitted the member altogether; a column that is present with
-// JSON null inside an object stays `"col":null`. Which halves are filled depends on the
-// stream's value_capture_type (NEW_ROW has no old values, for example).
+// One row modification. Each member is normalized JSON (members sorted recursively; normally an
+// object), "null" when Spanner sent the member as JSON null, or std::nullopt when Spanner
+// omitted it altogether; a column present with JSON null inside an object stays `"col":null`. Which
+// halves are filled depends on the stream's value_capture_type (NEW_ROW has no old values, for
+// example).
 struct ChangeStreamMod {
   std::optional<std::string> keys;
   std::optional<std::string> new_values;

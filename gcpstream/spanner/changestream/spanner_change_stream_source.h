@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -150,9 +151,11 @@ class SpannerChangeStreamSource final
     auto split_reader = std::make_unique<ChangeStreamQueryReader>(
         std::move(client), b_.stream_, b_.options_, dialect,
         context.metric_group().counter("changeStreamQueryRestarts"));
+    auto emitter = std::make_unique<Emitter>(b_.deserializer_, filter_, context);
+    Emitter* emitter_view = emitter.get();  // owned by the reader's base from here on
     return std::unique_ptr<SourceReader<T, ChangeStreamPartitionSplit>>(std::make_unique<Reader>(
-        std::move(split_reader), std::make_unique<Emitter>(b_.deserializer_, filter_, context),
-        context, b_.options_.max_concurrent_queries_per_subtask, std::move(dialect)));
+        std::move(split_reader), std::move(emitter), emitter_view, context,
+        b_.options_.max_concurrent_queries_per_subtask, std::move(dialect)));
   }
   const VersionedSerializer<ChangeStreamPartitionSplit>& split_serializer() const override {
     return split_serializer_;
@@ -200,6 +203,10 @@ class SpannerChangeStreamSource final
       }
       return absl::OkStatus();
     }
+
+    // A finished split's progress bookkeeping goes (one entry per partition ever read
+    // otherwise).
+    void forget(const std::string& split_id) { reported_.erase(split_id); }
 
    private:
     absl::Status emit_data(DataChangeRecord& data, SourceOutput<T>& output, const std::string& id) {
@@ -266,9 +273,11 @@ class SpannerChangeStreamSource final
   class Reader final : public ReaderBase {
    public:
     Reader(std::unique_ptr<ChangeStreamQueryReader> split_reader, std::unique_ptr<Emitter> emitter,
-           SourceReaderContext& context, int max_queries, std::shared_ptr<std::atomic<int>> dialect)
+           Emitter* emitter_view, SourceReaderContext& context, int max_queries,
+           std::shared_ptr<std::atomic<int>> dialect)
         : ReaderBase(std::move(split_reader), std::move(emitter), context,
                      /*per_split_outputs=*/false),
+          emitter_(emitter_view),
           max_queries_(max_queries),
           dialect_(std::move(dialect)) {
       auto g = gauges_;
@@ -297,7 +306,10 @@ class SpannerChangeStreamSource final
         return absl::OkStatus();
       }
       requested_ = std::max(0, requested_ - static_cast<int>(splits.size()));
-      for (auto& s : splits) fifo_.push_back(std::move(s));
+      for (auto& s : splits) {
+        if (holds(s.split_id())) continue;  // already running or queued here
+        fifo_.push_back(std::move(s));
+      }
       GCP_RETURN_IF_ERROR(admit());
       request_more();
       return absl::OkStatus();
@@ -356,6 +368,8 @@ class SpannerChangeStreamSource final
     absl::Status on_split_finished(
         const std::map<std::string, ChangeStreamPartitionSplit>& finished) override {
       for (const auto& [id, split] : finished) {
+        emitter_->forget(id);
+        running_.erase(id);
         auto event = std::make_shared<ChangeStreamPartitionFinished>();
         event->split_id = id;
         this->context().send_source_event_to_coordinator(std::move(event));
@@ -370,6 +384,7 @@ class SpannerChangeStreamSource final
     absl::Status admit() {
       while (active_ < max_queries_ && !fifo_.empty()) {
         std::vector<ChangeStreamPartitionSplit> one;
+        running_.insert(fifo_.front().split_id());
         one.push_back(std::move(fifo_.front()));
         fifo_.pop_front();
         ++active_;
@@ -377,6 +392,13 @@ class SpannerChangeStreamSource final
       }
       update_gauges();
       return absl::OkStatus();
+    }
+    bool holds(const std::string& id) const {
+      if (running_.count(id) > 0) return true;
+      for (const auto& s : fifo_) {
+        if (s.split_id() == id) return true;
+      }
+      return false;
     }
     void request_more() {
       const int free = max_queries_ - active_ - static_cast<int>(fifo_.size()) - requested_;
@@ -396,8 +418,10 @@ class SpannerChangeStreamSource final
       gauges_->oldest_queued_ms.store(oldest);
     }
 
+    Emitter* emitter_;
     const int max_queries_;
     std::shared_ptr<std::atomic<int>> dialect_;
+    std::set<std::string> running_;  // split ids handed to the fetcher
     bool released_ = false;
     std::vector<ChangeStreamPartitionSplit> held_;
     std::deque<ChangeStreamPartitionSplit> fifo_;

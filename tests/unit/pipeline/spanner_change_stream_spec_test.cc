@@ -82,6 +82,12 @@ TEST(SpannerChangeStreamSpec, MistakesNameTheirKey) {
                  "  table_exclude_list: [B]\n"));
   ASSERT_FALSE(both.ok());
   EXPECT_THAT(both.status().message(), HasSubstr("table_include_list and table_exclude_list"));
+  auto forever = Parse(File("  change_stream: S\n  start_position: -inf\n"));
+  ASSERT_FALSE(forever.ok());
+  EXPECT_THAT(forever.status().message(), HasSubstr("start_position"));
+  auto many = Parse(File("  change_stream: S\n  max_concurrent_queries_per_subtask: 101\n"));
+  ASSERT_FALSE(many.ok());
+  EXPECT_THAT(many.status().message(), HasSubstr("max_concurrent_queries_per_subtask"));
   auto beat = Parse(File("  change_stream: S\n  heartbeat_interval: 10min\n"));
   ASSERT_FALSE(beat.ok());
   EXPECT_THAT(beat.status().message(), HasSubstr("heartbeat_interval"));

@@ -24,21 +24,48 @@ ChildPartitionsRecord Children(int at, std::vector<ChildPartition> children) {
 
 std::string Id(const std::string& token, int at) { return ChangeStreamSplitId(token, T(at)); }
 
-TEST(ChangeStreamLedgerTest, InitialQueryChildrenAreReadyAtOnce) {
+TEST(ChangeStreamLedgerTest, InitialQueryChildrenWaitForTheInitialQuery) {
   ChangeStreamLedger ledger;
   ledger.start_fresh(T(0));
   auto initial = ledger.take_ready(0);
   ASSERT_TRUE(initial.has_value());
   EXPECT_TRUE(initial->token.empty());
+  // They name no parent: the partition that reported them stands in.
   EXPECT_EQ(ledger.on_children(initial->split_id(), Children(0, {{"a", {}}, {"b", {}}})), 2);
+  EXPECT_FALSE(ledger.take_ready(0).has_value());
+  // Reported again (the initial query re-read after a restore): known, not added twice.
+  EXPECT_EQ(ledger.on_children(initial->split_id(), Children(0, {{"a", {}}, {"b", {}}})), 0);
+  ledger.on_finished(initial->split_id());
   auto a = ledger.take_ready(1);
   auto b = ledger.take_ready(0);
   ASSERT_TRUE(a && b);
   EXPECT_EQ(a->token, "a");
   EXPECT_EQ(b->token, "b");
   EXPECT_EQ(a->position, T(0));
-  ledger.on_finished(initial->split_id());
   EXPECT_EQ(ledger.unfinished(), 2u);
+  EXPECT_EQ(ledger.count(State::kFinished), 0u);
+}
+
+TEST(ChangeStreamLedgerTest, AParentNotDiscoveredYetHoldsTheChildBack) {
+  // x splits into b (not read yet); a and b merge into c. a is ahead and reports c first.
+  ChangeStreamLedger ledger({ChangeStreamLedgerEntry{{"x", T(0), T(0), {}}, State::kAssigned, 0},
+                             ChangeStreamLedgerEntry{{"a", T(0), T(0), {}}, State::kAssigned, 1}});
+  ledger.on_children(Id("a", 0), Children(20, {{"c", {"a", "b"}}}));
+  ledger.on_finished(Id("a", 0));
+  EXPECT_FALSE(ledger.take_ready(1).has_value()) << "c scheduled before b was even read";
+  EXPECT_EQ(*ledger.low_watermark(), T(0));
+  ledger.on_children(Id("x", 0), Children(10, {{"b", {"x"}}}));
+  ledger.on_finished(Id("x", 0));
+  auto b = ledger.take_ready(0);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->token, "b");
+  EXPECT_FALSE(ledger.take_ready(0).has_value());
+  ledger.on_children(b->split_id(), Children(20, {{"c", {"a", "b"}}}));
+  ledger.on_finished(b->split_id());
+  auto c = ledger.take_ready(0);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->token, "c");
+  EXPECT_EQ(ledger.entries().size(), 1u);
 }
 
 TEST(ChangeStreamLedgerTest, SplitChildWaitsForItsParent) {
@@ -119,7 +146,7 @@ TEST(ChangeStreamLedgerTest, ReconcileReturnsWhatNoReaderRestored) {
 TEST(ChangeStreamLedgerTest, ReturnAssignedOnlyTouchesThatSubtask) {
   ChangeStreamLedger ledger({ChangeStreamLedgerEntry{{"x", T(0), T(5), {}}, State::kAssigned, 0},
                              ChangeStreamLedgerEntry{{"y", T(0), T(6), {}}, State::kAssigned, 1}});
-  ledger.return_assigned(1);
+  ledger.return_assigned({Id("y", 0)});
   auto y = ledger.take_ready(3);
   ASSERT_TRUE(y.has_value());
   EXPECT_EQ(y->token, "y");

@@ -66,6 +66,16 @@ TEST(ChangeStreamRecordTest, PostgreSqlDataChangeRecordIsNormalized) {
   EXPECT_EQ(*r.mods[0].old_values, R"({"a":["1"],"v":"z"})");
 }
 
+TEST(ChangeStreamRecordTest, AHalfPresentAsJsonNullIsNullNotAbsent) {
+  std::string text = kPgData;
+  const std::string old_part = R"("old_values":{"v":"z","a":["1"]})";
+  ASSERT_NE(text.find(old_part), std::string::npos);
+  text.replace(text.find(old_part), old_part.size(), R"("old_values":null)");
+  DataChangeRecord r = ParsePg(text.c_str());
+  ASSERT_TRUE(r.mods[0].old_values.has_value());
+  EXPECT_EQ(*r.mods[0].old_values, "null");
+}
+
 TEST(ChangeStreamRecordTest, AnOmittedHalfIsAbsentNotNull) {
   std::string text = kPgData;
   const std::string old_part = R"(,
@@ -150,6 +160,11 @@ TEST(ChangeStreamRecordTest, MalformedRecordsAreRefusedByName) {
                   .message(),
               HasSubstr("without a token"));
   EXPECT_EQ(parse(R"({"data_change_record":5})").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(parse(R"({"child_partitions_record":{"start_timestamp":"2026-01-01T00:00:00Z",
+      "record_sequence":"1","child_partitions":[]}})")
+                  .message(),
+              HasSubstr("non-empty"))
+      << "an empty child list would leave a key range unread";
   EXPECT_EQ(parse(R"([1,2])").code(), absl::StatusCode::kInvalidArgument);
   // A kind from a newer service is skipped, not an error.
   EXPECT_TRUE(parse(R"({"partition_event_record":{"x":1}})").ok());
