@@ -6,6 +6,7 @@
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/spanner/client/value.h"
 #include "gcpstream/util/absl_fmt.h"
+#include "gcpstream/util/json.h"
 
 namespace gcpstream::spanner {
 
@@ -50,9 +51,9 @@ absl::StatusOr<json> ToJson(const sp::Type& type, const google::protobuf::Value&
     }
     case sp::JSON: {
       if (!value.has_string_value()) return Bad("a JSON value that is not a string");
-      json parsed = json::parse(value.string_value(), nullptr, /*allow_exceptions=*/false);
-      if (parsed.is_discarded()) return Bad("a JSON member that does not parse");
-      return parsed;
+      auto parsed = util::ParseJsonBounded(value.string_value(), kMaxChangeStreamJsonDepth);
+      if (!parsed.ok()) return Bad(fmt::format("a JSON member: {}", parsed.status().message()));
+      return *std::move(parsed);
     }
     case sp::BOOL:
       if (!value.has_bool_value()) return Bad("a BOOL value that is not a bool");
@@ -112,8 +113,9 @@ absl::StatusOr<std::optional<std::string>> JsonText(const json& object, const ch
   json parsed;
   if (v->is_string()) {
     // A JSON member a dialect delivered as text.
-    parsed = json::parse(v->get<std::string>(), nullptr, false);
-    if (parsed.is_discarded()) return Bad(fmt::format("member '{}' does not parse", name));
+    auto text = util::ParseJsonBounded(v->get<std::string>(), kMaxChangeStreamJsonDepth);
+    if (!text.ok()) return Bad(fmt::format("member '{}': {}", name, text.status().message()));
+    parsed = *std::move(text);
     v = &parsed;
   }
   return std::optional<std::string>(v->dump());
@@ -196,8 +198,7 @@ absl::StatusOr<ChildPartitionsRecord> ParseChildren(const json& r) {
 }  // namespace
 
 absl::StatusOr<std::string> NormalizeJson(std::string_view text) {
-  json parsed = json::parse(text, nullptr, false);
-  if (parsed.is_discarded()) return absl::InvalidArgumentError("not JSON");
+  GCP_ASSIGN_OR_RETURN(json parsed, util::ParseJsonBounded(text, kMaxChangeStreamJsonDepth));
   return parsed.dump();
 }
 

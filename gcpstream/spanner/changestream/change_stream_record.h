@@ -1,6 +1,7 @@
 #ifndef GCPSTREAM_SPANNER_CHANGESTREAM_CHANGE_STREAM_RECORD_H_
 #define GCPSTREAM_SPANNER_CHANGESTREAM_CHANGE_STREAM_RECORD_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -80,8 +81,14 @@ struct ChildPartitionsRecord {
 
 using ChangeStreamRecord = std::variant<DataChangeRecord, HeartbeatRecord, ChildPartitionsRecord>;
 
+// The deepest nesting of a JSON value from the service this library accepts (Spanner's own
+// limit on JSON values is far lower); deeper text is refused before parsing, since printing a
+// parsed value recurses once per level.
+inline constexpr std::size_t kMaxChangeStreamJsonDepth = 256;
+
 // JSON with object members sorted recursively and no whitespace (nlohmann's default object
-// ordering). INVALID_ARGUMENT when `text` is not JSON.
+// ordering). INVALID_ARGUMENT when `text` is not JSON or nests deeper than
+// kMaxChangeStreamJsonDepth.
 absl::StatusOr<std::string> NormalizeJson(std::string_view text);
 
 // The records of one result row, in both dialects:
