@@ -3,12 +3,20 @@
 // 1 and 2. The baseline is the same work as a plain loop on one thread, measured in the same run;
 // the ratio says what the runtime costs on top of the work.
 //
+// A second table measures the live dashboard (docs/dashboard.md): the key_by p=2 job with the
+// dashboard serving and a client polling the page's six endpoints once per second, against the
+// same job without a dashboard, interleaved in the same run (5x the records, so each run spans
+// several polls).
+//
 //   build/bench/runtime_throughput [records]     (default 20,000,000)
+#include <httplib.h>
+
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "bench/bench_util.h"
 #include "gcpstream/runtime/builtin/number_sequence_source.h"
@@ -74,8 +82,35 @@ void RunBaseline(std::int64_t n) {
   g_checksum.fetch_add(sum);
 }
 
-void RunJob(std::int64_t n, int parallelism, bool exchange) {
+// What the dashboard page does while it is open: every second, the six documents it reads.
+void PollDashboard(gcpstream::runtime::JobRunner& runner, const std::atomic<bool>& done,
+                   std::atomic<std::int64_t>& polls) {
+  while (runner.ui_port() == 0 && !done.load())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const int port = runner.ui_port();
+  if (port == 0) return;
+  httplib::Client client("127.0.0.1", port);
+  const std::string base = "/jobs/" + runner.job_id();
+  while (!done.load()) {
+    for (const char* path :
+         {"", "/checkpoints", "/history", "/exceptions", "/watermarks", "/metrics"}) {
+      auto res = client.Get(base + path);
+      if (!res || res->status != 200) {
+        std::fprintf(stderr, "dashboard poll %s failed\n", path);
+        std::exit(1);
+      }
+    }
+    polls.fetch_add(1);
+    for (int i = 0; i < 100 && !done.load(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+std::atomic<std::int64_t> g_polls{0};
+
+void RunJob(std::int64_t n, int parallelism, bool exchange, bool dashboard = false) {
   StreamExecutionEnvironment env;
+  if (dashboard) env.config().ui_port = 0;
   env.set_parallelism(parallelism);
   auto stream = env.from_source(std::make_shared<NumberSequenceSource>(0, n - 1, 8 * parallelism),
                                 WatermarkStrategy<std::int64_t>::no_watermarks(), "sequence")
@@ -88,7 +123,13 @@ void RunJob(std::int64_t n, int parallelism, bool exchange) {
   } else {
     stream.map(Transform, "transform").sink_to(sink, "blackhole");
   }
-  auto result = env.execute("runtime_throughput");
+  auto runner = env.create_runner("runtime_throughput");
+  std::atomic<bool> done{false};
+  std::thread poller;
+  if (dashboard) poller = std::thread([&] { PollDashboard(*runner, done, g_polls); });
+  auto result = runner->run();
+  done.store(true);
+  if (poller.joinable()) poller.join();
   if (!result.status.ok()) {
     std::fprintf(stderr, "job failed: %s\n", result.status.ToString().c_str());
     std::exit(1);
@@ -139,6 +180,22 @@ int main(int argc, char** argv) {
                 100 * Spread(rate[c]),
                 Spread(rate[c]) > 0.10 ? "  inconclusive: spread > 10%" : "");
   }
+
+  // The dashboard's cost: the same job with and without it, interleaved.
+  const std::int64_t dn = 5 * n;
+  std::vector<double> closed, open;
+  for (int rep = 0; rep < kRepetitions; ++rep) {
+    closed.push_back(dn / Measure([&] { RunJob(dn, 2, true, false); }).wall_s);
+    open.push_back(dn / Measure([&] { RunJob(dn, 2, true, true); }).wall_s);
+  }
+  const double c = Median(closed), o = Median(open);
+  std::printf("\ndashboard, key_by p=2, %lld records per run, %lld page refreshes in all\n",
+              static_cast<long long>(dn), static_cast<long long>(g_polls.load()));
+  std::printf("%-16s %14.0f %12s   (spread %.0f%%)\n", "no dashboard", c, "1.000",
+              100 * Spread(closed));
+  std::printf("%-16s %14.0f %12.3f   (spread %.0f%%)%s\n", "page open", o, o / c,
+              100 * Spread(open),
+              Spread(open) > 0.05 || Spread(closed) > 0.05 ? "  inconclusive: spread > 5%" : "");
   std::printf("checksum %lld\n", static_cast<long long>(g_checksum.load()));
   return 0;
 }

@@ -84,12 +84,21 @@ grep -E 'records|throughput' "$work/pipeline1.log" | tail -n 3 | sed 's/^/[pipel
 log "pipeline 1 done in ${p1}s"
 
 p2=examples/pipelines/flights-pubsub-to-bigtable.yaml
+# Pipeline 2 serves the live dashboard (docs/dashboard.md) on this port; a busy port falls back
+# to a free one, named in the run's log.
+ui_port="${GCPSTREAM_UI_PORT:-8081}"
+if (exec 3<>"/dev/tcp/127.0.0.1/$ui_port") 2>/dev/null; then
+  log "port $ui_port is taken: the dashboard uses a free port (see 'dashboard at' in the logs)"
+  ui_port=0
+else
+  log "dashboard: http://127.0.0.1:$ui_port/ while pipeline 2 runs"
+fi
 start2=$(date +%s.%N)
 restore=()
 for ((k = 1; k <= kills; k++)); do
   delay=$((2 + RANDOM % 5))
   log "pipeline 2, run $k: killing it with SIGKILL after ${delay}s"
-  "$cli" run "$p2" "${restore[@]}" >"$work/pipeline2-run$k.log" 2>&1 &
+  "$cli" run "$p2" "${restore[@]}" --ui-port "$ui_port" >"$work/pipeline2-run$k.log" 2>&1 &
   pid=$!
   pids+=("$pid")
   sleep "$delay"
@@ -105,7 +114,7 @@ for ((k = 1; k <= kills; k++)); do
 done
 
 log "pipeline 2, final run: --restore, until the table is complete"
-"$cli" run "$p2" --restore >"$work/pipeline2-final.log" 2>&1 &
+"$cli" run "$p2" --restore --ui-port "$ui_port" >"$work/pipeline2-final.log" 2>&1 &
 pid=$!
 pids+=("$pid")
 # Messages a killed reader held come back when their lease lapses (the emulator holds them for

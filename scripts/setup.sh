@@ -20,6 +20,7 @@ debian_packages=(
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libre2-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev libssl-dev zlib1g-dev
   openjdk-17-jre-headless nodejs npm
+  chromium
 )
 # The gcloud emulators. They ship in Google's own apt repository, which must already be
 # configured on the machine for these to install; the script says so if it is not.
@@ -29,10 +30,14 @@ emulator_packages=(
 )
 
 # Pinned npm packages: name, version, sha512 integrity (as the registry publishes it), and
-# the files we keep from the tarball.
+# the files we keep from the tarball (space-separated paths).
 npm_pins=(
   "google-proto-files|6.0.1|sha512-fbvUWVNh3rKGlVFWwlUNF7Sk1Tah0a89q02rLTXsWjbKKHGeuURAa8tl9rvu5TyWny1YiSIo5eDqF260Tai6vQ==|package/google"
   "vega-datasets|3.2.1|sha512-lTSwZA6yq6qSU2YZm+6bqILiIvTPPxn4itir7jPGFmHIdPvUfQ9pCzzcrklYywMJgLUbaIeSkZQdiJd6wBxPug==|package/data/flights-20k.json"
+  # The dashboard's charts and job-graph drawing, vendored into build/web (no CDN at run time).
+  "uplot|1.6.32|sha512-KIMVnG68zvu5XXUbC4LQEPnhwOxBuLyW1AHtpm6IKTXImkbLgkMy+jabjLgSLMasNuGGzQm/ep3tOkyTxpiQIw==|package/dist package/LICENSE"
+  "cytoscape|3.35.0|sha512-sMvBIXiGMnhkCaWz2R06FwF/27MNlS+Tqvi17foO9UhnUg3XGZccKjxsvEqQFAQYMSSZmN5SxYzUYlQ0DOJJ3g==|package/dist package/LICENSE"
+  "cytoscape-dagre|4.0.1|sha512-hyNdh8Vp1nwzBcjHnM4c71G81bFhPmQYLXD2HM9AZIvl+8TrMzWEOPW45hF/XOBQiEguPcDQzi6VrXR1XBcXOA==|package/dist package/LICENSE"
 )
 
 missing_debs() {
@@ -102,7 +107,9 @@ fetch_npm_pin() {
     || die "$name@$version: integrity mismatch, refusing to use the download"
   rm -rf "$dest"
   mkdir -p "$dest"
-  tar -xzf "$tarball" -C "$dest" --strip-components=1 "$keep"
+  local keeps
+  read -r -a keeps <<<"$keep"  # one or more paths inside the tarball
+  tar -xzf "$tarball" -C "$dest" --strip-components=1 "${keeps[@]}"
   printf '%s' "$integrity" > "$stamp"
   rm -rf "$tmp"
   log "$name@$version: verified and unpacked into ${dest#"$root"/}"

@@ -83,6 +83,12 @@ inline constexpr std::string_view kNumRecordsSendErrors = "numRecordsSendErrors"
 inline constexpr std::string_view kCurrentEmitEventTimeLag = "currentEmitEventTimeLag";
 inline constexpr std::string_view kCurrentOutputWatermark = "currentOutputWatermark";
 inline constexpr std::string_view kRecordsSkipped = "recordsSkipped";
+inline constexpr std::string_view kCurrentInputWatermark = "currentInputWatermark";
+// Task scope: milliseconds the subtask thread spent, since it started, blocked on its output
+// (a full exchange channel, an in-flight cap), waiting for input, and doing work.
+inline constexpr std::string_view kAccumulatedBackPressuredTimeMs = "accumulatedBackpressuredTime";
+inline constexpr std::string_view kAccumulatedIdleTimeMs = "accumulatedIdleTime";
+inline constexpr std::string_view kAccumulatedBusyTimeMs = "accumulatedBusyTime";
 }  // namespace metric_names
 
 }  // namespace gcpstream

@@ -178,6 +178,9 @@ runtime::ExecutionConfig MakeExecutionConfig(const PipelineSpec& spec,
   cp.retained = spec.checkpointing.retained;
   config.restart_strategy = spec.restart.strategy;
   config.metrics_port = overrides.metrics_port;
+  config.ui_port = overrides.ui_port;
+  config.ui_bind_address = overrides.ui_bind_address;
+  config.ui_assets_dir = overrides.ui_assets_dir;
   config.restore_from = overrides.restore_from;
   config.allow_non_restored_state = overrides.allow_non_restored_state;
   return config;

@@ -21,6 +21,10 @@ struct RunOverrides {
   std::optional<std::string> checkpoint_dir;
   std::optional<std::chrono::milliseconds> checkpoint_interval;
   std::optional<int> metrics_port;
+  // The web dashboard (ExecutionConfig::ui_port / ui_bind_address / ui_assets_dir).
+  std::optional<int> ui_port;
+  std::string ui_bind_address = "127.0.0.1";
+  std::string ui_assets_dir;
   // A checkpoint or savepoint directory (or a base directory) to continue from.
   std::string restore_from;
   // Restore even when the checkpoint belongs to another pipeline (see ExecutionConfig).

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gcpstream/api/record.h"
+#include "gcpstream/runtime/job_status.h"
 
 namespace gcpstream::runtime {
 
@@ -58,16 +59,15 @@ void AlignmentCoordinator::schedule(const std::string& group_name) {
   Group& group = groups_.at(group_name);
   std::weak_ptr<bool> alive = alive_;
   CoordinatorExecutor* executor = executor_;
-  group.timer = timers_->schedule(
-      std::chrono::steady_clock::now() + group.update_interval,
-      [this, alive, executor, group_name] {
-        executor->execute([this, alive, group_name] {
-          auto a = alive.lock();
-          if (!a || !*a) return;
-          update(group_name);
-          schedule(group_name);
-        });
-      });
+  group.timer = timers_->schedule(std::chrono::steady_clock::now() + group.update_interval,
+                                  [this, alive, executor, group_name] {
+                                    executor->execute([this, alive, group_name] {
+                                      auto a = alive.lock();
+                                      if (!a || !*a) return;
+                                      update(group_name);
+                                      schedule(group_name);
+                                    });
+                                  });
 }
 
 void AlignmentCoordinator::update(const std::string& group_name) {
@@ -81,6 +81,15 @@ void AlignmentCoordinator::update(const std::string& group_name) {
   }
   group.max_allowed = max_allowed;
   for (auto& [id, announce] : group.readers) announce(max_allowed);
+  if (status_ != nullptr) {
+    AlignmentGroupStatus observed;
+    observed.group = group_name;
+    observed.max_drift_ms = group.max_drift.count();
+    observed.max_allowed_watermark = max_allowed;
+    observed.reader_watermarks = group.watermarks;
+    observed.updated_ms = WallNowMs();
+    status_->update_alignment(std::move(observed));
+  }
 }
 
 }  // namespace gcpstream::runtime

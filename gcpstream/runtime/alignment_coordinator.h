@@ -14,6 +14,8 @@
 
 namespace gcpstream::runtime {
 
+class JobStatusTracker;
+
 // Watermark alignment across the readers of every source in a group. Readers report their
 // current watermark; every update interval the coordinator computes the group minimum over
 // readers that are neither idle nor finished (they report kMaxWatermark) and announces
@@ -24,8 +26,10 @@ class AlignmentCoordinator {
  public:
   using Announce = std::function<void(std::int64_t max_allowed_watermark)>;
 
-  AlignmentCoordinator(CoordinatorExecutor* executor, TimerThread* timers)
-      : executor_(executor), timers_(timers) {}
+  // `status` (may be null) is told every group's state at each update.
+  AlignmentCoordinator(CoordinatorExecutor* executor, TimerThread* timers,
+                       JobStatusTracker* status = nullptr)
+      : executor_(executor), timers_(timers), status_(status) {}
   ~AlignmentCoordinator();
 
   // Registers a reader of a group; `announce` posts to the reader's mailbox (thread-safe).
@@ -52,6 +56,7 @@ class AlignmentCoordinator {
 
   CoordinatorExecutor* executor_;
   TimerThread* timers_;
+  JobStatusTracker* status_;
   std::map<std::string, Group> groups_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

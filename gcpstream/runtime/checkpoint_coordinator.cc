@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "gcpstream/runtime/checkpoint_storage.h"
+#include "gcpstream/runtime/job_status.h"
 #include "gcpstream/util/absl_fmt.h"
 
 namespace gcpstream::runtime {
@@ -139,6 +140,10 @@ void CheckpointCoordinator::trigger(std::optional<SavepointRequest> savepoint, b
     if (exited_.count(static_cast<int>(i)) == 0) p.awaiting.insert(static_cast<int>(i));
   }
   p.savepoint = std::move(savepoint);
+  if (services_.status != nullptr) {
+    services_.status->checkpoint_triggered(id, p.checkpoint.is_savepoint, p.barrier.timestamp_ms,
+                                           static_cast<int>(p.awaiting.size()));
+  }
   pending_ = std::move(p);
   // Coordinators first: split assignments they make after this point reach the readers after
   // the trigger (mailboxes are FIFO), so reader and enumerator states stay consistent.
@@ -152,6 +157,9 @@ void CheckpointCoordinator::trigger(std::optional<SavepointRequest> savepoint, b
     auto& op = pending_->checkpoint.operators[source->uid()];
     op.parallelism = parallelism_[source->uid()];
     op.subtasks[kCoordinatorSubtask] = state.lists();
+    if (services_.status != nullptr) {
+      services_.status->checkpoint_state_added(id, StateBytes(state.lists()));
+    }
   }
   std::weak_ptr<bool> alive = alive_;
   CoordinatorExecutor* executor = services_.coordinator;
@@ -198,6 +206,12 @@ void CheckpointCoordinator::acknowledge(std::int64_t checkpoint_id, int particip
         if (!a || !*a || !pending_ || pending_->writing ||
             pending_->barrier.checkpoint_id != checkpoint_id) {
           return;  // late acknowledgement of an aborted checkpoint
+        }
+        if (services_.status != nullptr) {
+          std::int64_t bytes = 0;
+          for (const auto& op : snapshot.operators) bytes += StateBytes(op.lists);
+          services_.status->checkpoint_acknowledged(checkpoint_id, bytes, snapshot.alignment_ms,
+                                                    WallNowMs());
         }
         for (auto& op : snapshot.operators) {
           auto& state = pending_->checkpoint.operators[op.uid];
@@ -308,6 +322,10 @@ void CheckpointCoordinator::finalize(absl::Status written) {
   auto savepoint = std::move(pending_->savepoint);
   const auto took = std::chrono::steady_clock::now() - pending_->started;
   pending_.reset();
+  if (services_.status != nullptr) {
+    services_.status->checkpoint_completed(
+        id, std::chrono::duration_cast<std::chrono::milliseconds>(took).count(), checkpoint->path);
+  }
   last_completed_id_ = id;
   consecutive_failures_ = 0;
   last_completion_ = std::chrono::steady_clock::now();
@@ -334,6 +352,13 @@ void CheckpointCoordinator::abort(std::int64_t checkpoint_id, absl::Status reaso
   if (!pending_ || pending_->barrier.checkpoint_id != checkpoint_id || pending_->writing) return;
   if (pending_->timeout) pending_->timeout->cancel();
   auto savepoint = std::move(pending_->savepoint);
+  if (services_.status != nullptr) {
+    services_.status->checkpoint_failed(checkpoint_id,
+                                        std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::chrono::steady_clock::now() - pending_->started)
+                                            .count(),
+                                        reason);
+  }
   pending_.reset();
   if (final_id_ == checkpoint_id) final_id_.reset();  // the final checkpoint must be retried
   for (auto* source : sources_) source->notify_checkpoint_aborted(checkpoint_id);

@@ -42,6 +42,8 @@ struct SubtaskSnapshot {
     std::map<std::string, std::vector<StateElement>> lists;
   };
   std::vector<Operator> operators;
+  // How long the subtask's barrier alignment took (first barrier in to last), ms.
+  std::int64_t alignment_ms = 0;
 };
 
 // Drives checkpoints and savepoints of one job attempt, on the coordinator thread:

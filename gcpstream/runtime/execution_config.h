@@ -29,6 +29,14 @@ struct ExecutionConfig {
   std::optional<int> metrics_port;
   // Write a JSON snapshot of every metric here when the job ends (empty: don't).
   std::string metrics_json_path;
+  // Serve the web dashboard and its JSON REST API (docs/dashboard.md) on this port while the
+  // job runs (0 = any free port; JobRunner::ui_port() tells which). Unset: no dashboard.
+  std::optional<int> ui_port;
+  // The address the dashboard binds. Loopback by default: the API names the job's resources
+  // and has no authentication, so exposing it is an explicit choice ("0.0.0.0").
+  std::string ui_bind_address = "127.0.0.1";
+  // Folder with the dashboard's page and its vendored scripts; empty: the build's web/ folder.
+  std::string ui_assets_dir;
   CheckpointConfig checkpointing;
   RestartStrategy restart_strategy;
   // Start from this checkpoint or savepoint: a checkpoint directory, a job directory holding

@@ -1,6 +1,8 @@
 #ifndef GCPSTREAM_RUNTIME_INPUT_PROCESSOR_H_
 #define GCPSTREAM_RUNTIME_INPUT_PROCESSOR_H_
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <set>
@@ -20,6 +22,9 @@ class InputProcessor {
  public:
   virtual ~InputProcessor() = default;
   virtual absl::StatusOr<MailboxProcessor::ActionResult> process_input() = 0;
+  // The watermark this input last passed to the chain (kMinWatermark before the first), or
+  // nullopt for an input without watermarks of its own (a source reader's). Any thread.
+  virtual std::optional<std::int64_t> input_watermark() const { return std::nullopt; }
 };
 
 // Receives checkpoint barriers from a network input once they are aligned (implemented by the
@@ -29,6 +34,8 @@ class BarrierHandler {
   virtual ~BarrierHandler() = default;
   // Barrier n has arrived on every input channel that has not ended.
   virtual absl::Status on_aligned_barrier(const CheckpointBarrier& barrier) = 0;
+  // The first barrier of checkpoint `checkpoint_id` arrived (its alignment starts).
+  virtual void on_alignment_started(std::int64_t /*checkpoint_id*/) {}
 };
 
 // Reads an InputGate into the head of the chain: records in order, watermarks combined over
@@ -73,6 +80,10 @@ class NetworkInput final : public InputProcessor {
 
   InputGate<T>& gate() { return *gate_; }
 
+  std::optional<std::int64_t> input_watermark() const override {
+    return watermark_.load(std::memory_order_relaxed);
+  }
+
  private:
   absl::Status apply(const WatermarkValve::Change& change) {
     if (change.idle && *change.idle) {
@@ -81,7 +92,10 @@ class NetworkInput final : public InputProcessor {
     if (change.idle && !*change.idle) {
       if (absl::Status s = head_->emit_watermark_status(false); !s.ok()) return s;
     }
-    if (change.watermark) return head_->emit_watermark(*change.watermark);
+    if (change.watermark) {
+      watermark_.store(*change.watermark, std::memory_order_relaxed);
+      return head_->emit_watermark(*change.watermark);
+    }
     return absl::OkStatus();
   }
 
@@ -110,7 +124,10 @@ class NetworkInput final : public InputProcessor {
       aligning_.reset();
       received_.clear();
     }
-    if (!aligning_) aligning_ = barrier;
+    if (!aligning_) {
+      aligning_ = barrier;
+      if (barriers_) barriers_->on_alignment_started(barrier.checkpoint_id);
+    }
     received_.insert(channel);
     if (exactly_once_ || barrier.stop_with_savepoint) gate_->block(channel);
     return maybe_aligned();
@@ -142,6 +159,7 @@ class NetworkInput final : public InputProcessor {
   std::optional<CheckpointBarrier> aligning_;
   std::set<int> received_;
   std::int64_t last_aligned_ = 0;
+  std::atomic<std::int64_t> watermark_{kMinWatermark};
 };
 
 }  // namespace gcpstream::runtime

@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include "gcpstream/util/absl_fmt.h"
-
 #include "gcpstream/api/status_macros.h"
+#include "gcpstream/runtime/job_status.h"
 #include "gcpstream/runtime/state_redistribution.h"
+#include "gcpstream/util/absl_fmt.h"
 
 namespace gcpstream::runtime {
 
@@ -18,11 +18,15 @@ JobAttempt::JobAttempt(const JobGraph& graph, JobServices services,
       on_completed_(std::move(on_completed)) {
   timers_ = std::make_unique<TimerThread>();
   coordinator_ = std::make_unique<CoordinatorExecutor>();
-  alignment_ = std::make_unique<AlignmentCoordinator>(coordinator_.get(), timers_.get());
+  alignment_ =
+      std::make_unique<AlignmentCoordinator>(coordinator_.get(), timers_.get(), services_.status);
   services_.timers = timers_.get();
   services_.coordinator = coordinator_.get();
   services_.alignment = alignment_.get();
-  services_.fail_job = [this](absl::Status status) { fail(std::move(status)); };
+  services_.fail_job = [this](absl::Status status) {
+    record_exception("job coordinator", status);
+    fail(std::move(status));
+  };
 }
 
 JobAttempt::~JobAttempt() {
@@ -53,10 +57,9 @@ JobAttempt::~JobAttempt() {
 
 bool JobAttempt::chained(int node_id) const {
   const GraphNode& node = graph_.nodes[static_cast<std::size_t>(node_id)];
-  if (node.kind == GraphNode::Kind::kSource || node.input < 0) return false;
-  if (node.partitioning_explicit) return false;
-  return parallelism_[static_cast<std::size_t>(node_id)] ==
-         parallelism_[static_cast<std::size_t>(node.input)];
+  if (node.input < 0) return false;
+  return ChainedToInput(node, parallelism_[static_cast<std::size_t>(node_id)],
+                        parallelism_[static_cast<std::size_t>(node.input)]);
 }
 
 OutputBase* JobAttempt::build_outputs(int node_id, Subtask& subtask, int depth) {
@@ -68,8 +71,8 @@ OutputBase* JobAttempt::build_outputs(int node_id, Subtask& subtask, int depth) 
       continue;
     }
     const GraphNode& c = graph_.nodes[static_cast<std::size_t>(consumer)];
-    OperatorContext& ctx = subtask.new_operator_context(
-        node.name, fmt::format("{}->{}", node.uid, c.uid), depth + 1);
+    OperatorContext& ctx =
+        subtask.new_operator_context(node.name, fmt::format("{}->{}", node.uid, c.uid), depth + 1);
     Partitioning partitioning = c.partitioning;
     if (!c.partitioning_explicit) partitioning = Partitioning::kRebalance;  // parallelism change
     InstantiatedOperator out = c.input_ops->create_exchange_output(
@@ -128,9 +131,9 @@ absl::Status JobAttempt::build() {
     int p = node.parallelism > 0 ? node.parallelism : services_.config.parallelism;
     if (p < 1) return absl::InvalidArgumentError(fmt::format("'{}': parallelism {}", node.name, p));
     if (p > services_.config.max_parallelism) {
-      return absl::InvalidArgumentError(fmt::format(
-          "'{}': parallelism {} exceeds max_parallelism {}", node.name, p,
-          services_.config.max_parallelism));
+      return absl::InvalidArgumentError(
+          fmt::format("'{}': parallelism {} exceeds max_parallelism {}", node.name, p,
+                      services_.config.max_parallelism));
     }
     parallelism_[static_cast<std::size_t>(node.id)] = p;
   }
@@ -164,9 +167,9 @@ absl::Status JobAttempt::build() {
     const int channels = parallelism_[static_cast<std::size_t>(node.input)];
     for (Subtask* s : subtasks_by_head_[head]) {
       MailboxProcessor* mb = &s->mailbox();
-      gates_[head].push_back(node.input_ops->create_gate(
-          channels, services_.config.exchange.buffers_per_channel,
-          [mb] { mb->resume_default_action(); }));
+      gates_[head].push_back(
+          node.input_ops->create_gate(channels, services_.config.exchange.buffers_per_channel,
+                                      [mb] { mb->resume_default_action(); }));
     }
   }
   for (const auto& node : nodes) {
@@ -212,7 +215,8 @@ absl::Status JobAttempt::build() {
   std::vector<SourceCoordinatorBase*> sources;
   for (auto& [id, c] : sources_) sources.push_back(c.get());
   std::map<std::string, int> parallelism;
-  for (const auto& node : nodes) parallelism[node.uid] = parallelism_[static_cast<std::size_t>(node.id)];
+  for (const auto& node : nodes)
+    parallelism[node.uid] = parallelism_[static_cast<std::size_t>(node.id)];
   checkpoints_ = std::make_unique<CheckpointCoordinator>(
       services_, std::move(participants), std::move(sources), std::move(parallelism),
       restored_checkpoint_ ? restored_checkpoint_->id : 0, on_completed_);
@@ -246,8 +250,14 @@ void JobAttempt::fail(absl::Status status) {
   cv_.notify_all();
 }
 
+void JobAttempt::record_exception(const std::string& where, const absl::Status& status) {
+  if (services_.status == nullptr) return;
+  services_.status->record_exception(services_.attempt_number, where, status, WallNowMs());
+}
+
 void JobAttempt::on_subtask_done(Subtask& subtask, absl::Status status) {
   if (!status.ok() && status.code() != absl::StatusCode::kCancelled) {
+    record_exception(subtask.name(), status);
     fail(status);
   } else if (!status.ok()) {
     // A cancellation nobody asked for (no failure recorded) is itself a failure.
@@ -262,7 +272,10 @@ void JobAttempt::on_subtask_done(Subtask& subtask, absl::Status status) {
 }
 
 absl::Status JobAttempt::run() {
-  GCP_RETURN_IF_ERROR(build());
+  if (absl::Status built = build(); !built.ok()) {
+    record_exception("job graph", built);
+    return built;
+  }
   // Coordinators start on their thread; a start failure fails the attempt.
   for (auto& [id, coordinator] : sources_) {
     const OperatorStateReader* state = nullptr;
@@ -273,7 +286,10 @@ absl::Status JobAttempt::run() {
     }
     coordinator_->execute([this, c = coordinator.get(), state] {
       absl::Status s = c->start(state);
-      if (!s.ok()) fail(s);
+      if (!s.ok()) {
+        record_exception(fmt::format("{} (coordinator)", c->uid()), s);
+        fail(s);
+      }
     });
   }
   {

@@ -45,6 +45,8 @@ class JobAttempt {
   OutputBase* build_outputs(int node_id, Subtask& subtask, int depth);
   bool chained(int node_id) const;
   void on_subtask_done(Subtask& subtask, absl::Status status);
+  // Reports a failure to the job status tracker (when there is one).
+  void record_exception(const std::string& where, const absl::Status& status);
 
   const JobGraph& graph_;
   JobServices services_;
@@ -58,7 +60,7 @@ class JobAttempt {
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
   std::vector<int> parallelism_;                                   // by node id
   std::map<int, std::unique_ptr<SourceCoordinatorBase>> sources_;  // by node id
-  std::map<int, std::vector<std::shared_ptr<void>>> gates_;       // by consuming node id
+  std::map<int, std::vector<std::shared_ptr<void>>> gates_;        // by consuming node id
   std::vector<std::unique_ptr<Subtask>> subtasks_;
   std::map<int, std::vector<Subtask*>> subtasks_by_head_;
 

@@ -37,9 +37,10 @@ class EdgeOps {
   virtual InstantiatedOperator create_exchange_output(
       const std::vector<std::shared_ptr<void>>& gates, Partitioning partitioning,
       const ExchangeOptions& options, OperatorContext& ctx) const = 0;
-  virtual std::unique_ptr<InputProcessor> create_network_input(
-      const std::shared_ptr<void>& gate, OutputBase* head, BarrierHandler* barriers,
-      bool exactly_once) const = 0;
+  virtual std::unique_ptr<InputProcessor> create_network_input(const std::shared_ptr<void>& gate,
+                                                               OutputBase* head,
+                                                               BarrierHandler* barriers,
+                                                               bool exactly_once) const = 0;
   // Fan-out inside a chain (ownership stays with the caller).
   virtual std::unique_ptr<OutputBase> create_broadcast(
       const std::vector<OutputBase*>& outputs) const = 0;
@@ -85,8 +86,7 @@ class TypedEdgeOps final : public EdgeOps {
                                                        OutputBase* head, BarrierHandler* barriers,
                                                        bool exactly_once) const override {
     return std::make_unique<NetworkInput<T>>(std::static_pointer_cast<InputGate<T>>(gate),
-                                             static_cast<Output<T>*>(head), barriers,
-                                             exactly_once);
+                                             static_cast<Output<T>*>(head), barriers, exactly_once);
   }
   std::unique_ptr<OutputBase> create_broadcast(
       const std::vector<OutputBase*>& outputs) const override {
@@ -106,9 +106,11 @@ class TypedEdgeOps final : public EdgeOps {
 class SourceVertex {
  public:
   virtual ~SourceVertex() = default;
-  virtual std::unique_ptr<SourceCoordinatorBase> create_coordinator(
-      const std::string& name, const std::string& uid, int parallelism, JobServices& services,
-      MetricGroup& metrics) const = 0;
+  virtual std::unique_ptr<SourceCoordinatorBase> create_coordinator(const std::string& name,
+                                                                    const std::string& uid,
+                                                                    int parallelism,
+                                                                    JobServices& services,
+                                                                    MetricGroup& metrics) const = 0;
   // The reader operator at the head of a source subtask; it is also the subtask's input.
   virtual std::pair<std::unique_ptr<StreamOperator>, InputProcessor*> create_operator(
       SourceCoordinatorBase& coordinator, OutputBase* downstream, OperatorContext& ctx,
@@ -122,16 +124,16 @@ struct GraphNode {
   int id = 0;
   Kind kind = Kind::kOperator;
   std::string name;
-  std::string uid;        // defaults to "<id>-<name>"; set explicitly to keep state across edits
-  int parallelism = 0;    // 0: the job's default
-  int input = -1;         // upstream node (single input)
+  std::string uid;      // defaults to "<id>-<name>"; set explicitly to keep state across edits
+  int parallelism = 0;  // 0: the job's default
+  int input = -1;       // upstream node (single input)
   Partitioning partitioning = Partitioning::kForward;
-  bool partitioning_explicit = false;  // key_by / rebalance: never chained
+  bool partitioning_explicit = false;         // key_by / rebalance: never chained
   std::shared_ptr<const EdgeOps> input_ops;   // element type of the input edge
   std::shared_ptr<const EdgeOps> output_ops;  // element type of this node's output
   std::function<InstantiatedOperator(OutputBase* downstream, OperatorContext& ctx,
                                      JobServices& services)>
-      create_operator;                        // operators and sinks
+      create_operator;                         // operators and sinks
   std::shared_ptr<const SourceVertex> source;  // sources
   std::vector<int> consumers;
   // What the source or sink reads or writes, when it can say (LineageVertexProvider).
@@ -141,6 +143,15 @@ struct GraphNode {
 struct JobGraph {
   std::vector<GraphNode> nodes;
 };
+
+// Whether `node` runs in its input's subtask (is chained to it): it has an input, the edge is
+// not an explicit repartitioning (key_by, rebalance), and both sides have the same
+// parallelism. The rule JobAttempt builds subtasks by, shared with what observers are shown.
+inline bool ChainedToInput(const GraphNode& node, int parallelism, int input_parallelism) {
+  if (node.kind == GraphNode::Kind::kSource || node.input < 0) return false;
+  if (node.partitioning_explicit) return false;
+  return parallelism == input_parallelism;
+}
 
 }  // namespace gcpstream::runtime
 

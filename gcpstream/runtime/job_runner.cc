@@ -13,6 +13,7 @@
 #include "gcpstream/runtime/job_attempt.h"
 #include "gcpstream/runtime/prometheus_reporter.h"
 #include "gcpstream/runtime/restore_match.h"
+#include "gcpstream/runtime/web/job_web_server.h"
 #include "gcpstream/util/absl_fmt.h"
 
 namespace gcpstream::runtime {
@@ -70,7 +71,9 @@ JobRunner::JobRunner(std::string job_name, JobGraph graph, ExecutionConfig confi
     : job_name_(std::move(job_name)),
       graph_(std::move(graph)),
       config_(std::move(config)),
-      job_id_(NewJobId()) {}
+      job_id_(NewJobId()) {
+  status_.set_job(job_name_, job_id_, config_.parallelism, PlanOf(graph_, config_.parallelism));
+}
 
 JobRunner::~JobRunner() = default;
 
@@ -133,6 +136,8 @@ JobResult JobRunner::run() {
     if (!read.ok()) {
       result.status = read.status();
       result.job_id = job_id_;
+      status_.record_exception(0, "restore", result.status, WallNowMs());
+      status_.set_state(JobState::kFailed, WallNowMs());
       return result;
     }
     RestoreMismatch mismatch = MatchRestore(*read, job_name_, graph_);
@@ -147,6 +152,8 @@ JobResult JobRunner::run() {
             "ExecutionConfig::allow_non_restored_state)",
             what));
         result.job_id = job_id_;
+        status_.record_exception(0, "restore", result.status, WallNowMs());
+        status_.set_state(JobState::kFailed, WallNowMs());
         return result;
       }
       spdlog::warn(
@@ -161,6 +168,14 @@ JobResult JobRunner::run() {
     if (!restored->is_savepoint && !restored->job_id.empty()) job_id_ = restored->job_id;
     spdlog::info("job '{}': restoring from {} {} ({})", job_name_,
                  restored->is_savepoint ? "savepoint" : "checkpoint", restored->id, restored->path);
+    CheckpointStats from;
+    from.id = restored->id;
+    from.is_savepoint = restored->is_savepoint;
+    from.status = CheckpointStats::Status::kCompleted;
+    from.trigger_timestamp_ms = restored->timestamp_ms;
+    from.external_path = restored->path;
+    status_.set_job_id(job_id_);
+    status_.set_restored(from, WallNowMs());
     std::lock_guard lock(mu_);
     latest_ = restored;
   }
@@ -176,6 +191,23 @@ JobResult JobRunner::run() {
     reporter = std::move(*started_reporter);
     spdlog::info("job '{}': metrics at http://127.0.0.1:{}/metrics", job_name_, reporter->port());
   }
+  std::unique_ptr<web::JobWebServer> dashboard;
+  if (config_.ui_port) {
+    web::WebServerOptions options;
+    options.port = *config_.ui_port;
+    options.bind_address = config_.ui_bind_address;
+    options.assets_dir = config_.ui_assets_dir;
+    auto started_server = web::JobWebServer::start(status_, metrics_, options);
+    if (!started_server.ok()) {
+      result.status = started_server.status();
+      status_.set_state(JobState::kFailed, WallNowMs());
+      return result;
+    }
+    dashboard = std::move(*started_server);
+    ui_port_.store(dashboard->port());
+    spdlog::info("job '{}': dashboard at http://{}:{}/", job_name_, config_.ui_bind_address,
+                 dashboard->port());
+  }
 
   RestartTracker restarts(config_.restart_strategy);
   for (int attempt_number = 0;; ++attempt_number) {
@@ -186,6 +218,8 @@ JobResult JobRunner::run() {
     services.config = config_;
     services.metrics = &metrics_;
     services.operator_identities = OperatorIdentities(graph_);
+    services.status = &status_;
+    status_.set_state(JobState::kRunning, WallNowMs());
     const auto attempt_started = std::chrono::steady_clock::now();
     absl::Status status;
     {
@@ -228,6 +262,8 @@ JobResult JobRunner::run() {
                  attempt_number, status, delay->count(),
                  restored ? fmt::format("checkpoint {}", restored->id)
                           : std::string("the beginning (no completed checkpoint)"));
+    status_.set_restarts(attempt_number + 1);
+    status_.set_state(JobState::kRestarting, WallNowMs());
     if (!wait_before_restart(*delay)) {
       std::lock_guard lock(mu_);
       result.status = cancel_reason_;
@@ -245,6 +281,10 @@ JobResult JobRunner::run() {
   for (const auto& node : graph_.nodes) {
     if (node.lineage) result.lineage.emplace_back(node.name, *node.lineage);
   }
+  status_.set_state(result.status.ok()                                     ? JobState::kFinished
+                    : result.status.code() == absl::StatusCode::kCancelled ? JobState::kCanceled
+                                                                           : JobState::kFailed,
+                    WallNowMs());
   result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - started);
   result.metrics = metrics_.snapshot();
@@ -256,6 +296,8 @@ JobResult JobRunner::run() {
                    config_.metrics_json_path);
     }
   }
+  dashboard.reset();
+  ui_port_.store(0);
   return result;
 }
 

@@ -1,6 +1,7 @@
 #ifndef GCPSTREAM_RUNTIME_JOB_RUNNER_H_
 #define GCPSTREAM_RUNTIME_JOB_RUNNER_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "gcpstream/runtime/execution_config.h"
 #include "gcpstream/runtime/job_graph.h"
 #include "gcpstream/runtime/job_result.h"
+#include "gcpstream/runtime/job_status.h"
 #include "gcpstream/runtime/metric_registry.h"
 
 namespace gcpstream::runtime {
@@ -50,7 +52,11 @@ class JobRunner {
   }
 
   MetricRegistry& metrics() { return metrics_; }
+  // State, plan, checkpoint history and failures as observers see them. Thread-safe.
+  const JobStatusTracker& status() const { return status_; }
   const std::string& job_id() const { return job_id_; }
+  // The port the dashboard serves on once run() started it (0 before, or without one).
+  int ui_port() const { return ui_port_.load(); }
 
  private:
   absl::StatusOr<std::string> savepoint(const std::string& directory, bool stop);
@@ -61,6 +67,8 @@ class JobRunner {
   ExecutionConfig config_;
   std::string job_id_;
   MetricRegistry metrics_;
+  JobStatusTracker status_;
+  std::atomic<int> ui_port_{0};
   std::function<void(const CompletedCheckpoint&)> checkpoint_listener_;
 
   mutable std::mutex mu_;

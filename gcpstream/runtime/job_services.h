@@ -15,6 +15,7 @@ namespace gcpstream::runtime {
 
 class AlignmentCoordinator;
 class CheckpointCoordinator;
+class JobStatusTracker;
 
 // What every subtask and coordinator of one job attempt shares. Owned by the job execution;
 // outlives every subtask and coordinator of the attempt.
@@ -30,6 +31,8 @@ struct JobServices {
   CoordinatorExecutor* coordinator = nullptr;
   AlignmentCoordinator* alignment = nullptr;
   CheckpointCoordinator* checkpoints = nullptr;
+  // Where the job reports its checkpoints and failures to observers (may be null).
+  JobStatusTracker* status = nullptr;
   // Thread-safe: fails the whole job attempt (first failure wins).
   std::function<void(absl::Status)> fail_job;
 };

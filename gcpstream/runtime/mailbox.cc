@@ -1,8 +1,8 @@
 #include "gcpstream/runtime/mailbox.h"
 
-#include <utility>
-
 #include <fmt/format.h>
+
+#include <utility>
 
 #include "gcpstream/util/absl_fmt.h"
 
@@ -90,7 +90,7 @@ class MailboxProcessor::Executor final : public MailboxExecutor {
     while (!done()) {
       if (processor_->cancelled()) return absl::CancelledError("subtask is being cancelled");
       if (processor_->failed_.load(std::memory_order_acquire)) return processor_->failure();
-      auto letter = mailbox_->take(priority_, deadline);
+      auto letter = processor_->timed_take(priority_, deadline, processor_->back_pressured_ns_);
       if (!letter) {
         if (processor_->cancelled() || mailbox_->closed()) {
           return absl::CancelledError("subtask is being cancelled");
@@ -130,6 +130,18 @@ std::unique_ptr<MailboxExecutor> MailboxProcessor::executor(int priority) {
   return std::make_unique<Executor>(this, priority);
 }
 
+std::optional<TaskMailbox::Letter> MailboxProcessor::timed_take(
+    int priority, SteadyTime deadline, std::atomic<std::int64_t>& counter) {
+  const auto start = std::chrono::steady_clock::now();
+  auto letter = mailbox_->take(priority, deadline);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  // Single writer (the subtask thread): a plain add is enough for readers on other threads.
+  counter.store(counter.load(std::memory_order_relaxed) +
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count(),
+                std::memory_order_relaxed);
+  return letter;
+}
+
 absl::Status MailboxProcessor::run_letter(TaskMailbox::Letter& letter) {
   absl::Status status;
   try {
@@ -137,15 +149,14 @@ absl::Status MailboxProcessor::run_letter(TaskMailbox::Letter& letter) {
   } catch (const std::exception& e) {
     status = absl::UnknownError(fmt::format("mail '{}' threw: {}", letter.description, e.what()));
   } catch (...) {
-    status = absl::UnknownError(fmt::format("mail '{}' threw a non-standard exception",
-                                            letter.description));
+    status = absl::UnknownError(
+        fmt::format("mail '{}' threw a non-standard exception", letter.description));
   }
   if (!status.ok()) fail(status);
   return status;
 }
 
-absl::Status MailboxProcessor::run(
-    absl::FunctionRef<absl::StatusOr<ActionResult>()> action) {
+absl::Status MailboxProcessor::run(absl::FunctionRef<absl::StatusOr<ActionResult>()> action) {
   while (true) {
     if (cancelled()) return absl::CancelledError("subtask cancelled");
     if (failed_.load(std::memory_order_acquire)) return failure();
@@ -157,7 +168,7 @@ absl::Status MailboxProcessor::run(
       continue;
     }
     if (suspended_) {
-      auto letter = mailbox_->take(TaskMailbox::kTaskPriority, kNoDeadline);
+      auto letter = timed_take(TaskMailbox::kTaskPriority, kNoDeadline, idle_ns_);
       if (letter) (void)run_letter(*letter);
       continue;
     }

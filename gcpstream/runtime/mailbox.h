@@ -93,8 +93,23 @@ class MailboxProcessor {
   // Runs one letter, recording its failure.
   absl::Status run_letter(TaskMailbox::Letter& letter);
 
+  // Thread-safe. Time the subtask thread spent so far waiting in its mailbox with the default
+  // action suspended for lack of input (idle), and waiting inside a yield (an operator blocked
+  // on a full output channel or an in-flight cap: back-pressured). Mails run meanwhile are
+  // not counted in either.
+  std::chrono::nanoseconds idle_time() const {
+    return std::chrono::nanoseconds(idle_ns_.load(std::memory_order_relaxed));
+  }
+  std::chrono::nanoseconds back_pressured_time() const {
+    return std::chrono::nanoseconds(back_pressured_ns_.load(std::memory_order_relaxed));
+  }
+
  private:
   class Executor;
+
+  // Takes the next letter, adding the time waited to `counter`.
+  std::optional<TaskMailbox::Letter> timed_take(int priority, SteadyTime deadline,
+                                                std::atomic<std::int64_t>& counter);
 
   std::shared_ptr<TaskMailbox> mailbox_;
   std::thread::id owner_;
@@ -104,6 +119,8 @@ class MailboxProcessor {
   mutable std::mutex failure_mu_;
   absl::Status failure_;
   std::atomic<bool> failed_{false};
+  std::atomic<std::int64_t> idle_ns_{0};
+  std::atomic<std::int64_t> back_pressured_ns_{0};
 };
 
 }  // namespace gcpstream::runtime

@@ -19,6 +19,15 @@ struct StateElement {
 // An operator's checkpointed state: named lists of elements ("splits", "writer-state",
 // "committables", ...). List elements are the unit of redistribution on rescale: a restored
 // subtask receives a share of the union of the lists of the same name (see docs/runtime.md).
+// Bytes held by named state lists (the payloads; the list names and versions are not counted).
+inline std::int64_t StateBytes(const std::map<std::string, std::vector<StateElement>>& lists) {
+  std::int64_t bytes = 0;
+  for (const auto& [name, elements] : lists) {
+    for (const auto& e : elements) bytes += static_cast<std::int64_t>(e.bytes.size());
+  }
+  return bytes;
+}
+
 class OperatorStateWriter {
  public:
   void add(std::string_view list, int version, std::string bytes) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <exception>
 
 #include "gcpstream/api/status_macros.h"
@@ -28,6 +30,7 @@ absl::Status Guard(const char* phase, const std::string& op, F&& fn) {
 Subtask::Subtask(std::string chain_name, int index, int parallelism, JobServices& services)
     : name_(fmt::format("{} ({}/{})#{}", chain_name, index + 1, parallelism,
                         services.attempt_number)),
+      chain_name_(chain_name),
       index_(index),
       parallelism_(parallelism),
       services_(services) {}
@@ -109,6 +112,11 @@ void Subtask::notify_checkpoint_aborted(std::int64_t checkpoint_id) {
       "checkpoint aborted");
 }
 
+void Subtask::on_alignment_started(std::int64_t checkpoint_id) {
+  aligning_id_ = checkpoint_id;
+  alignment_started_ = std::chrono::steady_clock::now();
+}
+
 absl::Status Subtask::on_aligned_barrier(const CheckpointBarrier& barrier) {
   return perform_checkpoint(barrier);
 }
@@ -140,6 +148,11 @@ absl::Status Subtask::perform_checkpoint(const CheckpointBarrier& barrier) {
     }
   }
   SubtaskSnapshot snapshot;
+  if (aligning_id_ == id) {
+    snapshot.alignment_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::steady_clock::now() - alignment_started_)
+                                .count();
+  }
   for (auto& entry : operators_) {
     OperatorStateWriter state;
     GCP_RETURN_IF_ERROR(
@@ -180,7 +193,34 @@ absl::Status Subtask::flush_idle() {
   return absl::OkStatus();
 }
 
+void Subtask::register_task_metrics() {
+  // Task-level metrics (Flink's task scope): where the subtask thread's time went, and the
+  // watermark its input passed on. Cumulative values; observers derive per-second rates.
+  task_metrics_ = &services_.metrics->group(
+      {{"job", services_.job_name}, {"task", chain_name_}, {"subtask", std::to_string(index_)}});
+  const auto started = std::chrono::steady_clock::now();
+  auto ms = [](std::chrono::nanoseconds ns) {
+    return static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(ns).count());
+  };
+  task_metrics_->gauge(metric_names::kAccumulatedBackPressuredTimeMs,
+                       [this, ms] { return ms(mailbox_.back_pressured_time()); });
+  task_metrics_->gauge(metric_names::kAccumulatedIdleTimeMs,
+                       [this, ms] { return ms(mailbox_.idle_time()); });
+  task_metrics_->gauge(metric_names::kAccumulatedBusyTimeMs, [this, ms, started] {
+    const auto elapsed = std::chrono::steady_clock::now() - started;
+    const auto busy = elapsed - mailbox_.idle_time() - mailbox_.back_pressured_time();
+    return ms(std::max(std::chrono::nanoseconds(0),
+                       std::chrono::duration_cast<std::chrono::nanoseconds>(busy)));
+  });
+  if (input_ != nullptr && input_->input_watermark()) {
+    task_metrics_->gauge(metric_names::kCurrentInputWatermark, [this] {
+      return static_cast<double>(input_->input_watermark().value_or(kMinWatermark));
+    });
+  }
+}
+
 absl::Status Subtask::run_lifecycle() {
+  register_task_metrics();
   absl::Status status;
   // Restore, then open downstream operators first so they are ready for records.
   for (auto& entry : operators_) {
@@ -242,6 +282,7 @@ absl::Status Subtask::run_lifecycle() {
     if (status.ok() && !s.ok()) status = s;
   }
   for (auto& ctx : contexts_) services_.metrics->freeze(*ctx.metric_group);
+  services_.metrics->freeze(*task_metrics_);
   mailbox_.mailbox().close();
   return status;
 }

@@ -66,6 +66,7 @@ class Subtask final : public BarrierHandler, public CheckpointParticipant {
 
   // BarrierHandler
   absl::Status on_aligned_barrier(const CheckpointBarrier& barrier) override;
+  void on_alignment_started(std::int64_t checkpoint_id) override;
 
  private:
   struct OperatorEntry {
@@ -73,13 +74,15 @@ class Subtask final : public BarrierHandler, public CheckpointParticipant {
     std::string uid;
   };
   absl::Status run_lifecycle();
+  void register_task_metrics();
   absl::Status flush_idle();
   absl::Status on_trigger(const CheckpointBarrier& barrier);
   absl::Status perform_checkpoint(const CheckpointBarrier& barrier);
   absl::Status on_complete(std::int64_t checkpoint_id);
   void post(Mail mail, const char* description);
 
-  std::string name_;
+  std::string name_;        // "<chain> (<index+1>/<parallelism>)#<attempt>"
+  std::string chain_name_;  // the task: "Source: a -> Map"
   int index_;
   int parallelism_;
   JobServices& services_;
@@ -107,6 +110,9 @@ class Subtask final : public BarrierHandler, public CheckpointParticipant {
   std::optional<CheckpointBarrier> deferred_trigger_;
   std::optional<std::int64_t> first_after_finish_;
   bool final_done_ = false;
+  std::int64_t aligning_id_ = 0;
+  std::chrono::steady_clock::time_point alignment_started_;
+  MetricGroup* task_metrics_ = nullptr;
 };
 
 }  // namespace gcpstream::runtime

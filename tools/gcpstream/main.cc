@@ -2,6 +2,7 @@
 //
 //   gcpstream run PIPELINE.yaml [--parallelism N] [--checkpoint-dir DIR]
 //                 [--checkpoint-interval D] [--restore] [--metrics-port P] [--stop-when-idle D]
+//                 [--ui-port P [--ui-bind ADDRESS]]
 //   gcpstream describe PIPELINE.yaml
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -32,6 +33,16 @@ int main(int argc, char** argv) {
       ->add_option("--metrics-port", run.metrics_port,
                    "serve Prometheus metrics on 127.0.0.1 at this port (0: any free port)")
       ->check(CLI::Range(0, 65535));
+  run_cmd
+      ->add_option("--ui-port", run.ui_port,
+                   "serve the live dashboard and its REST API at http://127.0.0.1:P/ "
+                   "(0: any free port; the URL is logged)")
+      ->check(CLI::Range(0, 65535));
+  run_cmd->add_option("--ui-bind", run.ui_bind,
+                      "address the dashboard binds (default 127.0.0.1; 0.0.0.0 exposes it to "
+                      "the network: it has no authentication)");
+  run_cmd->add_option("--ui-assets", run.ui_assets,
+                      "folder with the dashboard's page (default: the build's web/ folder)");
   run_cmd->add_option("--stop-when-idle", run.stop_when_idle,
                       "stop with a savepoint once the source emitted nothing for this long");
   run_cmd->add_option("--savepoint-dir", run.savepoint_dir,

@@ -99,6 +99,9 @@ int Run(const RunFlags& flags) {
   overrides.parallelism = flags.parallelism;
   overrides.checkpoint_dir = flags.checkpoint_dir;
   overrides.metrics_port = flags.metrics_port;
+  overrides.ui_port = flags.ui_port;
+  overrides.ui_bind_address = flags.ui_bind;
+  overrides.ui_assets_dir = flags.ui_assets;
   if (flags.checkpoint_interval) {
     auto d = pipeline::ParseDuration(*flags.checkpoint_interval);
     if (!d.ok()) {

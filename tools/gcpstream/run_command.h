@@ -14,6 +14,9 @@ struct RunFlags {
   std::optional<std::string> checkpoint_interval;  // duration text
   bool restore = false;
   std::optional<int> metrics_port;
+  std::optional<int> ui_port;
+  std::string ui_bind = "127.0.0.1";
+  std::string ui_assets;
   std::optional<std::string> stop_when_idle;  // duration text
   std::optional<std::string> savepoint_dir;
   bool allow_non_restored_state = false;
