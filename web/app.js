@@ -84,6 +84,7 @@ function renderGraph(job) {
       container: document.getElementById('graph'),
       elements,
       userZoomingEnabled: false,
+      maxZoom: 1.2,
       style: [
         { selector: 'node', style: { shape: 'round-rectangle', 'background-color': '#2e8b57', label: 'data(label)',
                                      color: '#fff', 'text-valign': 'center', 'text-halign': 'center',

@@ -1,5 +1,7 @@
 #include "gcpstream/runtime/mailbox.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <utility>
@@ -90,7 +92,7 @@ class MailboxProcessor::Executor final : public MailboxExecutor {
     while (!done()) {
       if (processor_->cancelled()) return absl::CancelledError("subtask is being cancelled");
       if (processor_->failed_.load(std::memory_order_acquire)) return processor_->failure();
-      auto letter = processor_->timed_take(priority_, deadline, processor_->back_pressured_ns_);
+      auto letter = processor_->timed_take(priority_, deadline, processor_->back_pressured_);
       if (!letter) {
         if (processor_->cancelled() || mailbox_->closed()) {
           return absl::CancelledError("subtask is being cancelled");
@@ -130,15 +132,30 @@ std::unique_ptr<MailboxExecutor> MailboxProcessor::executor(int priority) {
   return std::make_unique<Executor>(this, priority);
 }
 
-std::optional<TaskMailbox::Letter> MailboxProcessor::timed_take(
-    int priority, SteadyTime deadline, std::atomic<std::int64_t>& counter) {
-  const auto start = std::chrono::steady_clock::now();
+namespace {
+std::int64_t SteadyNs(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+}  // namespace
+
+std::chrono::nanoseconds MailboxProcessor::waited(const WaitClock& clock) {
+  std::int64_t total = clock.total_ns.load(std::memory_order_relaxed);
+  const std::int64_t since = clock.since_ns.load(std::memory_order_relaxed);
+  if (since != 0) total += std::max<std::int64_t>(0, SteadyNs(std::chrono::steady_clock::now()) - since);
+  return std::chrono::nanoseconds(total);
+}
+
+std::optional<TaskMailbox::Letter> MailboxProcessor::timed_take(int priority, SteadyTime deadline,
+                                                                WaitClock& clock) {
+  const std::int64_t start = SteadyNs(std::chrono::steady_clock::now());
+  clock.since_ns.store(start, std::memory_order_relaxed);
   auto letter = mailbox_->take(priority, deadline);
-  const auto waited = std::chrono::steady_clock::now() - start;
-  // Single writer (the subtask thread): a plain add is enough for readers on other threads.
-  counter.store(counter.load(std::memory_order_relaxed) +
-                    std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count(),
-                std::memory_order_relaxed);
+  const std::int64_t end = SteadyNs(std::chrono::steady_clock::now());
+  // The wait in progress ends before its time joins the total: a reader in between sees a
+  // little less, never the same wait twice. Single writer: plain adds are enough.
+  clock.since_ns.store(0, std::memory_order_relaxed);
+  clock.total_ns.store(clock.total_ns.load(std::memory_order_relaxed) + (end - start),
+                       std::memory_order_relaxed);
   return letter;
 }
 
@@ -168,7 +185,7 @@ absl::Status MailboxProcessor::run(absl::FunctionRef<absl::StatusOr<ActionResult
       continue;
     }
     if (suspended_) {
-      auto letter = timed_take(TaskMailbox::kTaskPriority, kNoDeadline, idle_ns_);
+      auto letter = timed_take(TaskMailbox::kTaskPriority, kNoDeadline, idle_);
       if (letter) (void)run_letter(*letter);
       continue;
     }

@@ -96,20 +96,23 @@ class MailboxProcessor {
   // Thread-safe. Time the subtask thread spent so far waiting in its mailbox with the default
   // action suspended for lack of input (idle), and waiting inside a yield (an operator blocked
   // on a full output channel or an in-flight cap: back-pressured). Mails run meanwhile are
-  // not counted in either.
-  std::chrono::nanoseconds idle_time() const {
-    return std::chrono::nanoseconds(idle_ns_.load(std::memory_order_relaxed));
-  }
-  std::chrono::nanoseconds back_pressured_time() const {
-    return std::chrono::nanoseconds(back_pressured_ns_.load(std::memory_order_relaxed));
-  }
+  // not counted in either. A wait in progress counts up to now.
+  std::chrono::nanoseconds idle_time() const { return waited(idle_); }
+  std::chrono::nanoseconds back_pressured_time() const { return waited(back_pressured_); }
 
  private:
   class Executor;
 
-  // Takes the next letter, adding the time waited to `counter`.
+  // Time spent in one kind of wait: finished waits, and the start of the one in progress (0:
+  // none). Written by the subtask thread only, read by any.
+  struct WaitClock {
+    std::atomic<std::int64_t> total_ns{0};
+    std::atomic<std::int64_t> since_ns{0};  // steady_clock, ns since its epoch
+  };
+  static std::chrono::nanoseconds waited(const WaitClock& clock);
+  // Takes the next letter, counting the time waited on `clock`.
   std::optional<TaskMailbox::Letter> timed_take(int priority, SteadyTime deadline,
-                                                std::atomic<std::int64_t>& counter);
+                                                WaitClock& clock);
 
   std::shared_ptr<TaskMailbox> mailbox_;
   std::thread::id owner_;
@@ -119,8 +122,8 @@ class MailboxProcessor {
   mutable std::mutex failure_mu_;
   absl::Status failure_;
   std::atomic<bool> failed_{false};
-  std::atomic<std::int64_t> idle_ns_{0};
-  std::atomic<std::int64_t> back_pressured_ns_{0};
+  WaitClock idle_;
+  WaitClock back_pressured_;
 };
 
 }  // namespace gcpstream::runtime

@@ -137,10 +137,10 @@ TEST_F(DashboardBrowserE2E, ThePageShowsTheRunningFlightsPipeline) {
   const std::string html = e2e::ReadFile(dom);
 
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(html, m, std::regex(R"(data-graph-nodes="(\d+)")")))
+  ASSERT_TRUE(std::regex_search(html, m, std::regex(R"re(data-graph-nodes="(\d+)")re")))
       << html.substr(0, 2000);
   EXPECT_EQ(std::stoul(m[1].str()), plan["nodes"].size()) << "every task of the plan is drawn";
-  ASSERT_TRUE(std::regex_search(html, m, std::regex(R"(data-completed-checkpoints="(\d+)")")));
+  ASSERT_TRUE(std::regex_search(html, m, std::regex(R"re(data-completed-checkpoints="(\d+)")re")));
   EXPECT_GE(std::stoi(m[1].str()), 1);
   EXPECT_NE(html.find("status-COMPLETED"), std::string::npos) << "a completed checkpoint row";
   EXPECT_NE(html.find("flights-pubsub-to-bigtable"), std::string::npos);

@@ -84,15 +84,23 @@ void MetricSampler::sample(const std::vector<MetricSample>& metrics, const JobPl
     for (int i = 0; i < task.parallelism; ++i) {
       SubtaskSample s;
       s.subtask = i;
-      if (head->kind != "source") {
-        const std::string key = OpKey(head->name, i, metric_names::kNumRecordsIn);
+      {
+        // A source task takes in what its source read from the service.
+        const std::string key =
+            OpKey(head->name, i,
+                  head->kind == "source" ? metric_names::kNumRecordsOut
+                                         : metric_names::kNumRecordsIn);
         const double in = value(key).value_or(0);
         s.records_in = static_cast<std::int64_t>(in);
         s.records_in_per_second = rate(key, in, seconds);
       }
       for (int id : task.operators) {
         if (has_chained_consumer.count(id) > 0) continue;
-        const std::string key = OpKey(ops.at(id)->name, i, metric_names::kNumRecordsOut);
+        // A sink passes on what it received to write.
+        const JobPlan::Operator* tail = ops.at(id);
+        const std::string key = OpKey(
+            tail->name, i,
+            tail->kind == "sink" ? metric_names::kNumRecordsIn : metric_names::kNumRecordsOut);
         const double out = value(key).value_or(0);
         s.records_out += static_cast<std::int64_t>(out);
         s.records_out_per_second += rate(key, out, seconds);

@@ -18,8 +18,10 @@ namespace gcpstream::runtime::web {
 // One subtask of a task (chain) at the latest sample.
 struct SubtaskSample {
   int subtask = 0;
-  std::int64_t records_in = 0;   // numRecordsIn of the chain's first operator (0 for a source)
-  std::int64_t records_out = 0;  // numRecordsOut of the chain's last operators
+  // numRecordsIn of the chain's first operator; for a source, what it read (its numRecordsOut).
+  std::int64_t records_in = 0;
+  // numRecordsOut of the chain's last operators; for a sink, what it received (numRecordsIn).
+  std::int64_t records_out = 0;
   double records_in_per_second = 0;
   double records_out_per_second = 0;
   // Shares of the last sampling interval (0..1) the subtask thread spent blocked on its output

@@ -49,6 +49,43 @@ TEST(MailboxTest, YieldRunsOnlyMailsOfItsPriorityOrHigher) {
   EXPECT_TRUE(task_mail_ran);
 }
 
+// The dashboard's back-pressure and idle shares come from these clocks: a yield that waits
+// (an operator blocked on output) is back-pressured time, a suspended default action waiting
+// for input is idle time, and a wait in progress already counts while it lasts.
+TEST(MailboxTest, WaitsAreCountedAsIdleOrBackPressuredTimeWhileTheyLast) {
+  MailboxProcessor processor;
+  processor.bind_to_current_thread();
+  auto executor = processor.executor(1);
+  std::atomic<bool> released{false};
+  std::atomic<std::int64_t> seen_during_wait_ms{0};
+  std::thread other([&] {
+    std::this_thread::sleep_for(150ms);
+    seen_during_wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              processor.back_pressured_time())
+                              .count();
+    executor->execute([&] { released = true; return absl::OkStatus(); }, "space downstream");
+  });
+  ASSERT_TRUE(executor->yield_until([&] { return released.load(); }).ok());
+  other.join();
+  EXPECT_GE(seen_during_wait_ms.load(), 100) << "a wait in progress counts up to now";
+  EXPECT_GE(processor.back_pressured_time(), 140ms);
+  EXPECT_EQ(processor.idle_time(), 0ns);
+
+  int actions = 0;
+  std::thread input([&] {
+    std::this_thread::sleep_for(100ms);
+    processor.resume_default_action();
+  });
+  absl::Status s = processor.run([&]() -> absl::StatusOr<MailboxProcessor::ActionResult> {
+    return ++actions == 1 ? MailboxProcessor::ActionResult::kNothingAvailable
+                          : MailboxProcessor::ActionResult::kEndOfInput;
+  });
+  input.join();
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_GE(processor.idle_time(), 90ms);
+  EXPECT_LT(processor.back_pressured_time(), 1s) << "idle time is not back pressure";
+}
+
 TEST(MailboxTest, YieldWakesForAMailPostedFromAnotherThread) {
   MailboxProcessor processor;
   processor.bind_to_current_thread();
