@@ -12,15 +12,6 @@
 #include "gcpstream/util/absl_fmt.h"
 
 namespace gcpstream::runtime {
-namespace {
-
-std::int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 CheckpointCoordinator::CheckpointCoordinator(JobServices& services,
                                              std::vector<CheckpointParticipant*> participants,
@@ -125,7 +116,7 @@ void CheckpointCoordinator::trigger(std::optional<SavepointRequest> savepoint, b
   }
   Pending p;
   p.barrier.checkpoint_id = id;
-  p.barrier.timestamp_ms = NowMs();
+  p.barrier.timestamp_ms = WallNowMs();
   p.barrier.is_savepoint = savepoint.has_value();
   p.barrier.stop_with_savepoint = savepoint && savepoint->stop;
   p.started = std::chrono::steady_clock::now();

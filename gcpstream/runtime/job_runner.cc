@@ -205,8 +205,8 @@ JobResult JobRunner::run() {
     }
     dashboard = std::move(*started_server);
     ui_port_.store(dashboard->port());
-    spdlog::info("job '{}': dashboard at http://{}:{}/", job_name_, config_.ui_bind_address,
-                 dashboard->port());
+    spdlog::info("job '{}': dashboard at {}", job_name_,
+                 web::HttpUrl(config_.ui_bind_address, dashboard->port()));
   }
 
   RestartTracker restarts(config_.restart_strategy);

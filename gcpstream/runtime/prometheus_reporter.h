@@ -7,32 +7,29 @@
 
 #include "absl/status/statusor.h"
 #include "gcpstream/runtime/metric_registry.h"
-
-namespace httplib {
-class Server;
-}
+#include "gcpstream/runtime/web/observer_http_server.h"
 
 namespace gcpstream::runtime {
 
-// Serves the registry in Prometheus text format at http://<host>:<port>/metrics from a thread
-// of its own (cpp-httplib). Gauges are evaluated on that thread.
+// Serves the registry in Prometheus text format at http://<host>:<port>/metrics from threads
+// of its own (an ObserverHttpServer: no scraper can hold up the job's end). Gauges are
+// evaluated on those threads.
 class PrometheusReporter {
  public:
   // Binds `host:port` (port 0 picks a free port) and starts serving. Loopback only by default:
   // metrics name resources and should not be exposed by accident. Errors: INVALID_ARGUMENT for
-  // a port outside 0..65535, UNAVAILABLE when the port cannot be bound.
+  // a port outside 0..65535 or a host that is not an IP address, UNAVAILABLE when the port
+  // cannot be bound.
   static absl::StatusOr<std::unique_ptr<PrometheusReporter>> start(MetricRegistry& registry,
                                                                    int port,
                                                                    std::string host = "127.0.0.1");
   ~PrometheusReporter();  // stops serving
 
-  int port() const { return port_; }
+  int port() const { return server_.port(); }
 
  private:
-  PrometheusReporter() = default;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
-  int port_ = 0;
+  PrometheusReporter() : server_(web::ObserverHttpServer::Options{.what = "metrics reporter"}) {}
+  web::ObserverHttpServer server_;
 };
 
 }  // namespace gcpstream::runtime

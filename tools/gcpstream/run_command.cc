@@ -18,6 +18,7 @@
 #include "gcpstream/pipeline/restore_point.h"
 #include "gcpstream/pipeline/run_report.h"
 #include "gcpstream/pipeline/spec_parser.h"
+#include "gcpstream/runtime/web/observer_http_server.h"
 #include "gcpstream/util/absl_fmt.h"
 #include "tools/gcpstream/restore_plan.h"
 
@@ -99,9 +100,20 @@ int Run(const RunFlags& flags) {
   overrides.parallelism = flags.parallelism;
   overrides.checkpoint_dir = flags.checkpoint_dir;
   overrides.metrics_port = flags.metrics_port;
+  if ((flags.ui_bind || flags.ui_assets) && !flags.ui_port) {
+    std::fprintf(stderr, "--ui-bind and --ui-assets set up the dashboard: give --ui-port too\n");
+    return 2;
+  }
+  if (flags.ui_bind && !runtime::web::IsIpAddress(*flags.ui_bind)) {
+    std::fprintf(stderr,
+                 "--ui-bind: '%s' is not an IP address (127.0.0.1, ::1, 0.0.0.0 for every "
+                 "interface)\n",
+                 flags.ui_bind->c_str());
+    return 2;
+  }
   overrides.ui_port = flags.ui_port;
-  overrides.ui_bind_address = flags.ui_bind;
-  overrides.ui_assets_dir = flags.ui_assets;
+  if (flags.ui_bind) overrides.ui_bind_address = *flags.ui_bind;
+  if (flags.ui_assets) overrides.ui_assets_dir = *flags.ui_assets;
   if (flags.checkpoint_interval) {
     auto d = pipeline::ParseDuration(*flags.checkpoint_interval);
     if (!d.ok()) {

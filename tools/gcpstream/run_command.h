@@ -15,8 +15,8 @@ struct RunFlags {
   bool restore = false;
   std::optional<int> metrics_port;
   std::optional<int> ui_port;
-  std::string ui_bind = "127.0.0.1";
-  std::string ui_assets;
+  std::optional<std::string> ui_bind;         // with ui_port only
+  std::optional<std::string> ui_assets;       // with ui_port only
   std::optional<std::string> stop_when_idle;  // duration text
   std::optional<std::string> savepoint_dir;
   bool allow_non_restored_state = false;

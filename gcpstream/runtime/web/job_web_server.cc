@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <spdlog/spdlog.h>
 
 #include <filesystem>
 #include <fstream>
@@ -48,15 +49,12 @@ JobWebServer::JobWebServer(const JobStatusTracker& status, MetricRegistry& metri
     : status_(status),
       metrics_(metrics),
       options_(std::move(options)),
-      sampler_(options_.history_samples) {}
+      sampler_(options_.history_samples),
+      server_(ObserverHttpServer::Options{.what = "dashboard"}) {}
 
 absl::StatusOr<std::unique_ptr<JobWebServer>> JobWebServer::start(const JobStatusTracker& status,
                                                                   MetricRegistry& metrics,
                                                                   WebServerOptions options) {
-  if (options.port < 0 || options.port > 65535) {
-    return absl::InvalidArgumentError(fmt::format(
-        "dashboard port {} is out of range: allowed 0..65535 (0 picks a free port)", options.port));
-  }
   if (options.sample_interval.count() <= 0) {
     return absl::InvalidArgumentError("dashboard sample interval must be positive");
   }
@@ -72,54 +70,49 @@ absl::StatusOr<std::unique_ptr<JobWebServer>> JobWebServer::start(const JobStatu
   sources.refresh_interval_ms = self->options_.sample_interval.count();
   s->api_ = std::make_unique<RestApi>(std::move(sources));
 
-  s->server_ = std::make_unique<httplib::Server>();
-  httplib::Server& server = *s->server_;
-  server.set_default_headers({{"X-Content-Type-Options", "nosniff"}});
   auto api = [self](const httplib::Request& req, httplib::Response& res) {
     ApiResponse r = self->api_->get(req.path);
     res.status = r.status;
     res.set_header("Cache-Control", "no-store");
     res.set_content(std::move(r.body), "application/json");
   };
-  server.Get(R"(/jobs(/.*)?)", api);
-  server.Get("/config", api);
+  s->server_.get(R"(/jobs(/.*)?)", api);
+  s->server_.get(R"(/config/?)", api);
   auto asset = [self](const std::string& name, httplib::Response& res) {
     std::string body;
     if (!ReadAsset(self->options_.assets_dir, name, body)) {
       res.status = 404;
-      res.set_content(
-          fmt::format(
-              "dashboard file '{}' is not in {} (build the project, or set "
-              "ExecutionConfig::ui_assets_dir / gcpstream run --ui-assets); the JSON "
-              "API at /jobs/overview works without it\n",
-              name, self->options_.assets_dir.empty() ? "(no folder)" : self->options_.assets_dir),
-          "text/plain; charset=utf-8");
+      res.set_content(fmt::format("dashboard file '{}' is missing (see the job's log); the JSON "
+                                  "API at /jobs/overview works without it\n",
+                                  name),
+                      "text/plain; charset=utf-8");
       return;
     }
     res.set_content(std::move(body), ContentType(name));
   };
-  server.Get(
+  s->server_.get(
       "/", [asset](const httplib::Request&, httplib::Response& res) { asset("index.html", res); });
-  server.Get(R"(/static/([A-Za-z0-9_.-]+))",
-             [asset](const httplib::Request& req, httplib::Response& res) {
-               asset(req.matches[1].str(), res);
-             });
-
+  s->server_.get(R"(/static/([A-Za-z0-9_.-]+))",
+                 [asset](const httplib::Request& req, httplib::Response& res) {
+                   asset(req.matches[1].str(), res);
+                 });
   const WebServerOptions& o = s->options_;
-  if (o.port == 0) {
-    s->port_ = server.bind_to_any_port(o.bind_address);
-  } else {
-    s->port_ = server.bind_to_port(o.bind_address, o.port) ? o.port : -1;
+  if (absl::Status started = s->server_.start(o.bind_address, o.port); !started.ok()) {
+    return started;
   }
-  if (s->port_ <= 0) {
-    return absl::UnavailableError(
-        fmt::format("dashboard could not bind {}:{}", o.bind_address, o.port));
+  if (!std::filesystem::exists(std::filesystem::path(o.assets_dir) / "index.html")) {
+    spdlog::warn(
+        "dashboard: no index.html in '{}': the page is not served (the REST API is); build the "
+        "project (it copies web/ into build/web) or pass ExecutionConfig::ui_assets_dir / "
+        "gcpstream run --ui-assets",
+        o.assets_dir);
   }
   s->sampler_.sample(metrics.snapshot(), status.snapshot().plan, WallNowMs());
   s->sampler_thread_ = std::thread([self] { self->sample_loop(); });
-  s->server_thread_ = std::thread([self] { self->server_->listen_after_bind(); });
   return s;
 }
+
+int JobWebServer::port() const { return server_.port(); }
 
 void JobWebServer::sample_loop() {
   std::unique_lock lock(mu_);
@@ -131,14 +124,13 @@ void JobWebServer::sample_loop() {
 }
 
 JobWebServer::~JobWebServer() {
+  server_.stop();  // no handler runs after this; it does not wait for slow clients
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
   if (sampler_thread_.joinable()) sampler_thread_.join();
-  if (server_) server_->stop();
-  if (server_thread_.joinable()) server_thread_.join();
 }
 
 }  // namespace gcpstream::runtime::web

@@ -12,11 +12,8 @@
 #include "gcpstream/runtime/job_status.h"
 #include "gcpstream/runtime/metric_registry.h"
 #include "gcpstream/runtime/web/metric_sampler.h"
+#include "gcpstream/runtime/web/observer_http_server.h"
 #include "gcpstream/runtime/web/rest_api.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace gcpstream::runtime::web {
 
@@ -34,19 +31,20 @@ struct WebServerOptions {
 // The job's dashboard: the REST API of RestApi under /jobs and /config, the single-page
 // dashboard at / (static files under /static/), and a sampler thread turning the metric
 // registry into rates once per sample_interval (one registry snapshot per interval, whether or
-// not anyone is looking). Serves from threads of its own (cpp-httplib); read-only: no endpoint
-// changes the job.
+// not anyone is looking). Served by an ObserverHttpServer (its threads, limits and guarantees:
+// no client can hold up the job's end or take its file descriptors); read-only.
 class JobWebServer {
  public:
-  // Binds and starts serving. Errors: INVALID_ARGUMENT for a port outside 0..65535,
-  // UNAVAILABLE when the address cannot be bound. A missing assets folder is not an error:
-  // the API still answers and / explains what is missing.
+  // Binds and starts serving. Errors: INVALID_ARGUMENT for a port outside 0..65535 or a bind
+  // address that is not an IP address, UNAVAILABLE when the address cannot be bound. A
+  // missing assets folder is not an error (logged as a warning): the API still answers and /
+  // says what is missing.
   static absl::StatusOr<std::unique_ptr<JobWebServer>> start(const JobStatusTracker& status,
                                                              MetricRegistry& metrics,
                                                              WebServerOptions options);
   ~JobWebServer();  // stops serving and sampling
 
-  int port() const { return port_; }
+  int port() const;
 
  private:
   JobWebServer(const JobStatusTracker& status, MetricRegistry& metrics, WebServerOptions options);
@@ -57,13 +55,11 @@ class JobWebServer {
   WebServerOptions options_;
   MetricSampler sampler_;
   std::unique_ptr<RestApi> api_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread server_thread_;
+  ObserverHttpServer server_;
   std::thread sampler_thread_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
-  int port_ = 0;
 };
 
 // The folder the build vendored the dashboard's files into.

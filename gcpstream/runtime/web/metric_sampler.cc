@@ -86,10 +86,9 @@ void MetricSampler::sample(const std::vector<MetricSample>& metrics, const JobPl
       s.subtask = i;
       {
         // A source task takes in what its source read from the service.
-        const std::string key =
-            OpKey(head->name, i,
-                  head->kind == "source" ? metric_names::kNumRecordsOut
-                                         : metric_names::kNumRecordsIn);
+        const std::string key = OpKey(
+            head->name, i,
+            head->kind == "source" ? metric_names::kNumRecordsOut : metric_names::kNumRecordsIn);
         const double in = value(key).value_or(0);
         s.records_in = static_cast<std::int64_t>(in);
         s.records_in_per_second = rate(key, in, seconds);

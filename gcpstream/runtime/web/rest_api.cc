@@ -390,6 +390,7 @@ ApiResponse RestApi::get(std::string_view path) const {
         if (t.task != *vertex) continue;
         if (parts[4] == "backpressure") return reply(BackPressureJson(t, now));
         if (parts[4] == "watermarks") return reply(VertexWatermarksJson(t));
+        return reply(Error("Not found: vertices have backpressure and watermarks"), 404);
       }
     }
     return reply(Error("Vertex " + parts[3] + " not found"), 404);
