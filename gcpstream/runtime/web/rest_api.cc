@@ -73,7 +73,6 @@ const char* BackPressureLevel(double ratio) {
 
 nlohmann::json OverviewJson(const JobStatusSnapshot& job, std::int64_t now_ms) {
   const std::int64_t end = job.end_time_ms > 0 ? job.end_time_ms : now_ms;
-  json tasks = json::object();
   int subtasks = 0;
   for (const auto& t : job.plan.tasks) subtasks += t.parallelism;
   return {{"jobs",
