@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -438,7 +439,12 @@ class SpannerChangeStreamSource final
   SpannerChangeStreamSource(Builder b, std::shared_ptr<const ChangeStreamFilter> filter)
       : b_(std::move(b)), filter_(std::move(filter)) {}
 
-  SpannerReadClientFactory client_factory() const { return b_.client_factory(); }
+  // A partition query sends a heartbeat every heartbeat interval: one silent for several of
+  // them (at least 30 s) is stalled, and is cut and resumed instead of waiting forever.
+  SpannerReadClientFactory client_factory() const {
+    return b_.client_factory(
+        std::max(std::chrono::milliseconds(30'000), 4 * b_.options_.heartbeat_interval));
+  }
 
   Builder b_;
   std::shared_ptr<const ChangeStreamFilter> filter_;

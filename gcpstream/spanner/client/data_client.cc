@@ -1,6 +1,11 @@
 #include "gcpstream/spanner/client/data_client.h"
 
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -30,6 +35,58 @@ absl::Status Annotate(const absl::Status& status, absl::string_view what) {
 }
 
 }  // namespace
+
+// Cancels a stream that delivers nothing for `timeout`: kick() at every message. A thread of
+// its own while armed (one per open stream attempt, and only with a timeout set).
+class StreamIdleWatchdog {
+ public:
+  StreamIdleWatchdog(std::chrono::milliseconds timeout, PartialResultSetStream* stream)
+      : timeout_(timeout) {
+    if (timeout_.count() <= 0) return;
+    kick();
+    thread_ = std::thread([this, stream] {
+      std::unique_lock lock(mu_);
+      while (!stopped_) {
+        const auto last = std::chrono::steady_clock::time_point(
+            std::chrono::steady_clock::duration(last_.load(std::memory_order_relaxed)));
+        const auto deadline = last + timeout_;
+        if (std::chrono::steady_clock::now() >= deadline) {
+          fired_ = true;
+          stream->cancel();
+          return;
+        }
+        cv_.wait_until(lock, deadline);
+      }
+    });
+  }
+  ~StreamIdleWatchdog() { stop(); }
+  void kick() {
+    last_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                std::memory_order_relaxed);
+  }
+  // Disarms it; true when it had cut the stream.
+  bool stop() {
+    if (thread_.joinable()) {
+      {
+        std::lock_guard lock(mu_);
+        stopped_ = true;
+      }
+      cv_.notify_all();
+      thread_.join();
+    }
+    std::lock_guard lock(mu_);
+    return fired_;
+  }
+
+ private:
+  const std::chrono::milliseconds timeout_;
+  std::atomic<std::chrono::steady_clock::rep> last_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+  bool fired_ = false;
+  std::thread thread_;
+};
 
 bool IsResumableReadFailure(const absl::Status& status) {
   return status.code() == absl::StatusCode::kUnavailable ||
@@ -259,7 +316,9 @@ absl::Status SpannerDataClient::Stream(const std::string& named_session, const O
         stopped = cancelled;
         break;
       }
+      StreamIdleWatchdog watchdog(options_.stream_idle_timeout, stream.get());
       while (auto part = stream->read()) {
+        watchdog.kick();
         if (auto s = merger.add(*part); !s.ok()) {
           failure = s;
           break;
@@ -275,13 +334,24 @@ absl::Status SpannerDataClient::Stream(const std::string& named_session, const O
         }
         if (!stopped.ok()) break;
       }
+      const bool idle_cut = watchdog.stop();
+      if (idle_cut) {
+        spdlog::warn(
+            "Spanner streaming read sent nothing for {} ms (stream_idle_timeout): cut, "
+            "resuming from its last resume token",
+            options_.stream_idle_timeout.count());
+      }
       if (cancel) cancel->detach();
       if (cancel && cancel->cancelled()) {
         stopped = cancelled;
         break;
       }
       if (!failure.ok() || !stopped.ok()) break;  // the stream is cancelled as it goes
-      const absl::Status status = stream->status();
+      const absl::Status status =
+          idle_cut ? absl::DeadlineExceededError(absl::StrCat(
+                         "the streaming read sent nothing for ",
+                         options_.stream_idle_timeout.count(), " ms (stream_idle_timeout)"))
+                   : stream->status();
       if (status.ok()) {
         failure = merger.finish();
         if (failure.ok()) {
@@ -293,7 +363,7 @@ absl::Status SpannerDataClient::Stream(const std::string& named_session, const O
         break;
       }
       failure = status;
-      if (!IsResumableReadFailure(status) || !merger.rewind().ok()) break;
+      if (!(idle_cut || IsResumableReadFailure(status)) || !merger.rewind().ok()) break;
       auto delay = backoff.next();
       if (!delay) break;
       if (!Sleep(*delay, cancel)) {

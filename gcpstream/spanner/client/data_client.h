@@ -27,6 +27,13 @@ struct DataClientOptions {
   // Deadline of one attempt of a streaming read, from its start to its last row. 0: none (a
   // partition of a large table may stream for a long time; a ReadCancellation ends it).
   std::chrono::milliseconds stream_timeout{0};
+  // Longest wait for the next message of a streaming read. A stream silent for longer is cut
+  // and resumed from its last resume token, like a dropped connection (within `retry`; after
+  // the budget the read fails with DEADLINE_EXCEEDED naming this option). 0: none, the
+  // default: a selective query may scan long between results. A stalled network or service
+  // otherwise holds a read forever; a change stream query, which sends a heartbeat every
+  // heartbeat interval, sets it (see SpannerChangeStreamSource).
+  std::chrono::milliseconds stream_idle_timeout{0};
   // Retries of a streaming read after a transient failure, and of a commit the service aborted
   // or whose session was lost. Google's Spanner clients back off from 250 ms to 32 s; ours too.
   connector::RecoveryOptions retry{std::chrono::milliseconds(250), std::chrono::seconds(32), 10,

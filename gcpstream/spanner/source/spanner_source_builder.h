@@ -62,8 +62,12 @@ class SpannerSourceBuilderBase {
     }
     return client_.validate();
   }
-  SpannerReadClientFactory client_factory() const {
-    return MakeSpannerReadClientFactory(database_->resource_name(), client_, stub_, data_options_);
+  // `idle_timeout`: DataClientOptions::stream_idle_timeout when the options leave it 0.
+  SpannerReadClientFactory client_factory(
+      std::chrono::milliseconds idle_timeout = std::chrono::milliseconds(0)) const {
+    DataClientOptions options = data_options_;
+    if (options.stream_idle_timeout.count() == 0) options.stream_idle_timeout = idle_timeout;
+    return MakeSpannerReadClientFactory(database_->resource_name(), client_, stub_, options);
   }
 
   std::optional<connector::DatabaseDestination> database_;

@@ -332,6 +332,32 @@ TEST_F(ChangeStreamSourceIT, NothingIsLostAcrossAFailureAndARestoreInBothDialect
   }
 }
 
+// Partition queries that see no change still send a heartbeat every heartbeat interval, so a
+// short stream_idle_timeout (the cut of a stalled stream) does not break a quiet, healthy
+// stream: after a quiet stretch of several idle timeouts the job still runs and the next change
+// arrives. (A stalled stream is cut: DataClientIT.AStalledStreamIsCutByTheIdleTimeoutAndResumed.)
+TEST_F(ChangeStreamSourceIT, AQuietStreamUnderAShortIdleTimeoutKeepsRunningAndDelivers) {
+  CreateDatabase(Dialect::kGoogleSql);
+  DataClientOptions data;
+  data.stream_idle_timeout = 3s;
+  data.retry.max_attempts = 1;
+  auto source = Source().data_client_options(data).build();
+  ASSERT_TRUE(source.ok()) << source.status();
+  auto seen = std::make_shared<Seen>();
+  auto job = Job(*source, seen, 1);
+  std::this_thread::sleep_for(10s);  // quiet: heartbeats only
+  ASSERT_TRUE(job->thread.joinable());
+  ASSERT_NE(job->runner->status().snapshot().state, runtime::JobState::kFailed)
+      << "the quiet stream was cut as stalled";
+  Insert(0, 1);
+  AwaitAll(*seen,
+           {fmt::format("k0|INSERT|{{\"{}\":\"secret\",\"{}\":\"0\"}}", Name("Note"), Name("V"))},
+           60s);
+  job->runner->cancel();
+  const auto result = job->finish();
+  EXPECT_EQ(result.status.code(), absl::StatusCode::kCancelled) << result.status;
+}
+
 TEST_F(ChangeStreamSourceIT, AMissingStreamFailsTheJobNamingIt) {
   CreateDatabase(Dialect::kGoogleSql);
   auto source = Source().change_stream_name("Nope").build();

@@ -74,8 +74,9 @@ class DataClientIT : public ::testing::Test {
   }
   // A client whose calls go through a fault proxy that cuts or stalls the first
   // ExecuteStreamingSql after `cut_after` messages.
-  std::unique_ptr<SpannerDataClient> ThroughProxy(testing::FaultRule::Action action,
-                                                  int cut_after) {
+  std::unique_ptr<SpannerDataClient> ThroughProxy(
+      testing::FaultRule::Action action, int cut_after,
+      std::chrono::milliseconds idle_timeout = std::chrono::milliseconds(0)) {
     auto proxy = testing::FaultProxy::start(testing::EmulatorEndpoint(testing::Emulator::kSpanner));
     EXPECT_TRUE(proxy.ok()) << proxy.status();
     if (!proxy.ok()) return nullptr;
@@ -91,6 +92,7 @@ class DataClientIT : public ::testing::Test {
     proxy_pool_ = std::make_shared<SessionPool>(db_.resource_name(), stub, timers_);
     DataClientOptions options;
     options.retry.initial_backoff = std::chrono::milliseconds(5);
+    options.stream_idle_timeout = idle_timeout;
     return std::make_unique<SpannerDataClient>(db_.resource_name(), stub, proxy_pool_, options);
   }
   static sp::ExecuteSqlRequest Sql(const std::string& sql) {
@@ -166,6 +168,33 @@ TEST_F(DataClientIT, AStreamCutByTheNetworkResumesFromItsTokenWithoutRepeatingAR
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(proxy_->faults(), 1) << "the stream was never cut: it had too few messages";
   EXPECT_EQ(proxy_->calls("ExecuteStreamingSql"), 2);
+  ASSERT_EQ(ids.size(), 40u);
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(ids[i], "r" + std::to_string(100 + i));
+}
+
+// A stream that stalls mid-way (the proxy forwards one message, then nothing, and keeps the
+// call open): stream_idle_timeout cuts it and the read resumes from the last resume token, so
+// every row arrives once instead of the read waiting forever.
+TEST_F(DataClientIT, AStalledStreamIsCutByTheIdleTimeoutAndResumed) {
+  CommitBigRows();
+  auto through_proxy =
+      ThroughProxy(testing::FaultRule::Action::kStallStream, 1, std::chrono::milliseconds(500));
+  ASSERT_NE(through_proxy, nullptr);
+  std::vector<std::string> ids;
+  auto read = std::async(std::launch::async, [&] {
+    return through_proxy->ExecuteStreamingSql(
+        Sql("SELECT Id, Name FROM T ORDER BY Id"),
+        [&](const sp::ResultSetMetadata&, std::vector<google::protobuf::Value> row) {
+          ids.push_back(row.at(0).string_value());
+          return absl::OkStatus();
+        });
+  });
+  ASSERT_EQ(read.wait_for(std::chrono::seconds(30)), std::future_status::ready)
+      << "the stalled read was not cut; rows so far: " << ids.size();
+  const absl::Status s = read.get();
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(proxy_->faults(), 1);
+  EXPECT_EQ(proxy_->calls("ExecuteStreamingSql"), 2) << "one stalled call, one resume";
   ASSERT_EQ(ids.size(), 40u);
   for (int i = 0; i < 40; ++i) EXPECT_EQ(ids[i], "r" + std::to_string(100 + i));
 }

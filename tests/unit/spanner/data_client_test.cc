@@ -90,6 +90,48 @@ TEST_F(DataClientTest, AStreamThatFailsResumesFromItsLastTokenAndRepeatsNoRow) {
   EXPECT_EQ(sleeps_, (std::vector<std::chrono::milliseconds>{250ms}));
 }
 
+// A stalled network or service: the stream stays open and sends nothing. With
+// stream_idle_timeout the attempt is cut and resumed from its last token like a dropped
+// connection; without progress the read ends with DEADLINE_EXCEEDED naming the option.
+TEST_F(DataClientTest, AStreamSilentForTheIdleTimeoutIsCutAndResumedFromItsLastToken) {
+  stub_->on_stream = [](std::size_t call, const std::string& token) {
+    if (call == 0) {
+      FakeSpannerStub::StreamScript stalled{{Part({"1", "a"}, "t1", true)}, absl::OkStatus()};
+      stalled.hang = true;
+      return stalled;
+    }
+    EXPECT_EQ(token, "t1");
+    return FakeSpannerStub::StreamScript{{Part({"2", "b"}, "t2")}, absl::OkStatus()};
+  };
+  DataClientOptions options;
+  options.stream_idle_timeout = 100ms;
+  client(options);
+  std::vector<std::string> rows;
+  absl::Status s = Query(rows);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(rows, (std::vector<std::string>{"1=a", "2=b"}));
+  ASSERT_EQ(stub_->streams().size(), 2u);
+  EXPECT_EQ(stub_->streams()[1].resume_token, "t1");
+}
+
+TEST_F(DataClientTest, AStreamThatStaysSilentFailsNamingTheIdleTimeout) {
+  stub_->on_stream = [](std::size_t, const std::string&) {
+    FakeSpannerStub::StreamScript stalled{{}, absl::OkStatus()};
+    stalled.hang = true;
+    return stalled;
+  };
+  DataClientOptions options;
+  options.stream_idle_timeout = 50ms;
+  options.retry.max_attempts = 2;
+  client(options);
+  std::vector<std::string> rows;
+  absl::Status s = Query(rows);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_NE(s.message().find("stream_idle_timeout"), std::string::npos) << s;
+  EXPECT_EQ(stub_->streams().size(), 3u) << "the first attempt and two resumes";
+  EXPECT_TRUE(rows.empty());
+}
+
 TEST_F(DataClientTest, AValueChunkedAcrossMessagesAndAResumeIsJoinedOnce) {
   stub_->on_stream = [](std::size_t call, const std::string&) {
     if (call == 0) {
