@@ -107,7 +107,10 @@ absl::StatusOr<std::unique_ptr<JobWebServer>> JobWebServer::start(const JobStatu
         "gcpstream run --ui-assets",
         o.assets_dir);
   }
-  s->sampler_.sample(metrics.snapshot(), status.snapshot().plan, WallNowMs());
+  // The plan is fixed for the job's life (JobRunner sets it when it is built): taken once, so
+  // each sample copies neither it nor the checkpoint and exception histories.
+  s->plan_ = status.snapshot().plan;
+  s->sampler_.sample(metrics.snapshot(), s->plan_, WallNowMs());
   s->sampler_thread_ = std::thread([self] { self->sample_loop(); });
   return s;
 }
@@ -118,7 +121,7 @@ void JobWebServer::sample_loop() {
   std::unique_lock lock(mu_);
   while (!cv_.wait_for(lock, options_.sample_interval, [this] { return stopping_; })) {
     lock.unlock();
-    sampler_.sample(metrics_.snapshot(), status_.snapshot().plan, WallNowMs());
+    sampler_.sample(metrics_.snapshot(), plan_, WallNowMs());
     lock.lock();
   }
 }

@@ -54,6 +54,7 @@ class JobWebServer {
   MetricRegistry& metrics_;
   WebServerOptions options_;
   MetricSampler sampler_;
+  JobPlan plan_;
   std::unique_ptr<RestApi> api_;
   ObserverHttpServer server_;
   std::thread sampler_thread_;
