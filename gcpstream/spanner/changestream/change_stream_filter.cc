@@ -1,7 +1,6 @@
 #include "gcpstream/spanner/changestream/change_stream_filter.h"
 
 #include <fmt/format.h>
-#include <re2/re2.h>
 
 #include <nlohmann/json.hpp>
 #include <set>
@@ -10,69 +9,27 @@
 
 namespace gcpstream::spanner {
 
-namespace {
-
-absl::Status Compile(const std::vector<std::string>& patterns, const char* option,
-                     std::vector<std::unique_ptr<re2::RE2>>& out) {
-  for (const auto& pattern : patterns) {
-    RE2::Options options;
-    options.set_log_errors(false);
-    auto re = std::make_unique<re2::RE2>(pattern, options);
-    if (!re->ok()) {
-      return absl::InvalidArgumentError(fmt::format(
-          "SpannerChangeStreamSource: {} pattern \"{}\" is not a valid regular expression: {}",
-          option, pattern, re->error()));
-    }
-    out.push_back(std::move(re));
-  }
-  return absl::OkStatus();
-}
-
-bool AnyFullMatch(const std::vector<std::unique_ptr<re2::RE2>>& patterns, const std::string& s) {
-  for (const auto& re : patterns) {
-    if (re2::RE2::FullMatch(s, *re)) return true;
-  }
-  return false;
-}
-
-}  // namespace
-
 ChangeStreamFilter::~ChangeStreamFilter() = default;
 
 absl::StatusOr<std::shared_ptr<const ChangeStreamFilter>> ChangeStreamFilter::Create(
     const ChangeStreamFilterOptions& options) {
-  if (!options.table_include.empty() && !options.table_exclude.empty()) {
-    return absl::InvalidArgumentError(
-        "SpannerChangeStreamSource: table_include_list and table_exclude_list cannot both be "
-        "set; use one of them");
-  }
-  if (!options.column_include.empty() && !options.column_exclude.empty()) {
-    return absl::InvalidArgumentError(
-        "SpannerChangeStreamSource: column_include_list and column_exclude_list cannot both be "
-        "set; use one of them");
-  }
+  constexpr std::string_view kSource = "SpannerChangeStreamSource";
   std::shared_ptr<ChangeStreamFilter> filter(new ChangeStreamFilter());
-  GCP_RETURN_IF_ERROR(Compile(options.table_include, "table_include_list", filter->table_include_));
-  GCP_RETURN_IF_ERROR(Compile(options.table_exclude, "table_exclude_list", filter->table_exclude_));
-  GCP_RETURN_IF_ERROR(
-      Compile(options.column_include, "column_include_list", filter->column_include_));
-  GCP_RETURN_IF_ERROR(
-      Compile(options.column_exclude, "column_exclude_list", filter->column_exclude_));
+  GCP_ASSIGN_OR_RETURN(filter->tables_, connector::NamePatterns::Create(
+                                            kSource, options.table_include, "table_include_list",
+                                            options.table_exclude, "table_exclude_list"));
+  GCP_ASSIGN_OR_RETURN(filter->columns_, connector::NamePatterns::Create(
+                                             kSource, options.column_include, "column_include_list",
+                                             options.column_exclude, "column_exclude_list"));
   filter->skip_without_change_ = options.skip_messages_without_change;
   filter->active_ = !options.empty();
   return std::shared_ptr<const ChangeStreamFilter>(std::move(filter));
 }
 
-bool ChangeStreamFilter::table_kept(const std::string& table) const {
-  if (!table_include_.empty()) return AnyFullMatch(table_include_, table);
-  return !AnyFullMatch(table_exclude_, table);
-}
+bool ChangeStreamFilter::table_kept(const std::string& table) const { return tables_.keeps(table); }
 
 bool ChangeStreamFilter::column_kept(const std::string& table, const std::string& column) const {
-  if (column_include_.empty() && column_exclude_.empty()) return true;
-  const std::string id = table + "." + column;
-  if (!column_include_.empty()) return AnyFullMatch(column_include_, id);
-  return !AnyFullMatch(column_exclude_, id);
+  return columns_.keeps(table + "." + column);
 }
 
 absl::StatusOr<ChangeStreamFilter::Outcome> ChangeStreamFilter::apply(
@@ -83,7 +40,7 @@ absl::StatusOr<ChangeStreamFilter::Outcome> ChangeStreamFilter::apply(
     outcome.kind = Outcome::kDropTable;
     return outcome;
   }
-  if (column_include_.empty() && column_exclude_.empty()) return outcome;
+  if (!columns_.active()) return outcome;
   std::set<std::string> removed;
   for (const auto& column : record.column_types) {
     if (!column.is_primary_key && !column_kept(record.table_name, column.name)) {

@@ -7,11 +7,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gcpstream/connector/name_patterns.h"
 #include "gcpstream/spanner/changestream/change_stream_record.h"
-
-namespace re2 {
-class RE2;
-}
 
 namespace gcpstream::spanner {
 
@@ -63,8 +60,8 @@ class ChangeStreamFilter {
   bool table_kept(const std::string& table) const;
   bool column_kept(const std::string& table, const std::string& column) const;
 
-  std::vector<std::unique_ptr<re2::RE2>> table_include_, table_exclude_, column_include_,
-      column_exclude_;
+  connector::NamePatterns tables_;
+  connector::NamePatterns columns_;
   bool skip_without_change_ = false;
   bool active_ = false;
 };

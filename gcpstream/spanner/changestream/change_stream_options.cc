@@ -8,53 +8,13 @@
 
 namespace gcpstream::spanner {
 
-absl::Time ChangeStreamStartPosition::resolve(absl::Time now) const {
-  switch (kind_) {
-    case Kind::kLatest:
-      return now;
-    case Kind::kAbsolute:
-      return at_;
-    case Kind::kRelative:
-      return now - ago_;
-  }
-  return now;
-}
-
-std::string ChangeStreamStartPosition::describe() const {
-  switch (kind_) {
-    case Kind::kLatest:
-      return "latest";
-    case Kind::kAbsolute:
-      return fmt::format("absolute {}", FormatTimestamp(at_));
-    case Kind::kRelative:
-      return fmt::format("relative {} ago", absl::FormatDuration(ago_));
-  }
-  return "?";
-}
-
-absl::Status ChangeStreamStartPosition::validate() const {
-  if (kind_ == Kind::kRelative && (ago_ < absl::ZeroDuration() || ago_ > absl::Hours(24 * 3650))) {
-    return absl::InvalidArgumentError(
-        "SpannerChangeStreamSource: a relative start position must lie in the past, at most "
-        "3650 days before the start (a finite, non-negative offset)");
-  }
-  if (kind_ == Kind::kAbsolute &&
-      (at_ < absl::FromCivil(absl::CivilSecond(1, 1, 1), absl::UTCTimeZone()) ||
-       at_ > absl::FromCivil(absl::CivilSecond(9999, 12, 31, 23, 59, 59), absl::UTCTimeZone()))) {
-    return absl::InvalidArgumentError(
-        "SpannerChangeStreamSource: an absolute start position must lie between years 1 and "
-        "9999 (a Spanner TIMESTAMP)");
-  }
-  return absl::OkStatus();
-}
-
 absl::Status SpannerChangeStreamOptions::validate() const {
   auto bad = [](std::string m) {
     return absl::InvalidArgumentError("SpannerChangeStreamSource: " + std::move(m));
   };
-  if (auto s = start_position.validate(); !s.ok()) return s;
+  if (auto s = start_position.validate("SpannerChangeStreamSource"); !s.ok()) return s;
   if (resume_fallback) {
-    if (auto s = resume_fallback->validate(); !s.ok()) return s;
+    if (auto s = resume_fallback->validate("SpannerChangeStreamSource"); !s.ok()) return s;
   }
   if (absent_retention_fallback <= kRetentionSafetyMargin) {
     return bad(

@@ -7,41 +7,14 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "gcpstream/connector/start_position.h"
 #include "gcpstream/spanner/changestream/change_stream_filter.h"
 #include "google/spanner/v1/spanner.pb.h"
 
 namespace gcpstream::spanner {
 
-// Where a fresh change-stream read begins, resolved once on the coordinator against its clock.
-class ChangeStreamStartPosition {
- public:
-  // The moment the coordinator starts (the default).
-  static ChangeStreamStartPosition latest() { return ChangeStreamStartPosition(Kind::kLatest); }
-  // A commit timestamp (inclusive). Spanner refuses one before the stream existed or beyond
-  // its retention with OUT_OF_RANGE.
-  static ChangeStreamStartPosition absolute(absl::Time at) {
-    ChangeStreamStartPosition p(Kind::kAbsolute);
-    p.at_ = at;
-    return p;
-  }
-  // `ago` before the moment the coordinator starts.
-  static ChangeStreamStartPosition relative(absl::Duration ago) {
-    ChangeStreamStartPosition p(Kind::kRelative);
-    p.ago_ = ago;
-    return p;
-  }
-  absl::Time resolve(absl::Time now) const;
-  std::string describe() const;
-  // INVALID_ARGUMENT for a negative relative offset.
-  absl::Status validate() const;
-
- private:
-  enum class Kind { kLatest, kAbsolute, kRelative };
-  explicit ChangeStreamStartPosition(Kind kind) : kind_(kind) {}
-  Kind kind_;
-  absl::Time at_;
-  absl::Duration ago_;
-};
+// Where a fresh change-stream read begins (shared with the Bigtable change stream source).
+using ChangeStreamStartPosition = connector::StartPosition;
 
 // The options of SpannerChangeStreamSource (names as in the spec's builder; defaults there).
 struct SpannerChangeStreamOptions {

@@ -1,0 +1,555 @@
+#ifndef GCPSTREAM_BIGTABLE_CHANGESTREAM_BIGTABLE_CHANGE_STREAM_SOURCE_H_
+#define GCPSTREAM_BIGTABLE_CHANGESTREAM_BIGTABLE_CHANGE_STREAM_SOURCE_H_
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gcpstream/api/collector.h"
+#include "gcpstream/api/lineage.h"
+#include "gcpstream/api/source.h"
+#include "gcpstream/api/source_reader_base.h"
+#include "gcpstream/api/status_macros.h"
+#include "gcpstream/bigtable/changestream/change_stream_element.h"
+#include "gcpstream/bigtable/changestream/change_stream_entry_filter.h"
+#include "gcpstream/bigtable/changestream/change_stream_enumerator.h"
+#include "gcpstream/bigtable/changestream/change_stream_events.h"
+#include "gcpstream/bigtable/changestream/change_stream_options.h"
+#include "gcpstream/bigtable/changestream/change_stream_split.h"
+#include "gcpstream/bigtable/changestream/change_stream_stream_reader.h"
+#include "gcpstream/connector/client_options.h"
+#include "gcpstream/connector/destinations.h"
+#include "gcpstream/connector/lineage.h"
+
+namespace gcpstream::bigtable {
+
+// Turns one mutation into zero or more records through `out`, synchronously (never keep `out`).
+// Emitting nothing skips the mutation (recordsSkipped). A failure fails the job; the partition's
+// position does not move past the mutation, so a restore reads it again.
+template <typename T>
+using ChangeStreamMutationDeserializer =
+    std::function<absl::Status(const BigtableChangeStreamMutation& mutation, Collector<T>& out)>;
+
+// The channel and stub every change-stream call of a source uses.
+BigtableStubFactory MakeChangeStreamStubFactory(connector::ClientOptions client);
+
+// Reads a Bigtable table's change stream (ReadChangeStream): unbounded, or bounded by an end
+// time.
+//
+//   auto source = BigtableChangeStreamSource<Change>::builder()
+//       .table(connector::TableDestination::of("p", "i", "orders"))
+//       .app_profile_id("orders-change-stream")
+//       .deserializer([](const BigtableChangeStreamMutation& m, Collector<Change>& out) { ... })
+//       .build();
+//   env.from_source(*source, WatermarkStrategy<Change>::no_watermarks(), "changes");
+//
+// Partitions: the coordinator lists the table's partitions and hands them out as splits; a
+// split's state is its partition's continuation tokens (or its start time before the first
+// one) and the service's estimated low watermark. A CloseStream hands the partition's range
+// over to successor partitions with a token per piece: a split releases its successors at once,
+// a merge only when every parent's token arrived, so no change is lost or read twice by the
+// topology change. Each subtask keeps at most max_concurrent_streams_per_subtask calls open;
+// further partitions wait in a checkpointed queue and take turns: while one waits, an open
+// call ends at its next heartbeat (every 5 s) and goes to the back of the queue.
+//
+// Delivery: at least once. A restore resumes every partition at its checkpointed token; the
+// mutations between that token and the failure come again. Within a partition the service's
+// commit order is kept; partitions have no order between them.
+//
+// Event time: each record carries its mutation's commit time (ms). The source emits no
+// watermark of its own: the service's low watermark is an estimate that a later mutation may
+// undercut, so it is kept as checkpoint progress and the partitionLowWatermarkMillis gauge only;
+// bring your own WatermarkStrategy over the commit times.
+//
+// Metrics (each reader): changeStreamMutationsRead, changeStreamHeartbeatsRead,
+// changeStreamReadsStarted, activeChangeStreamReads, queuedChangeStreamPartitions,
+// queuedChangeStreamPartitionLagMillis, missedHeartbeatIntervals, changeStreamCloseStreamsRead,
+// changeStreamUserMutationsRead, changeStreamGarbageCollectionMutationsRead,
+// changeStreamMutationEntriesFiltered, changeStreamRecordsSkippedWithoutChange,
+// partitionLowWatermarkMillis, recordsSkipped; the coordinator's are listed at
+// BigtableChangeStreamEnumerator. docs/bigtable.md, "The change stream source". Immutable once
+// built; thread-safe.
+template <typename T>
+class BigtableChangeStreamSource final
+    : public Source<T, BigtableChangeStreamSplit, BigtableChangeStreamEnumState>,
+      public LineageVertexProvider {
+ public:
+  class Builder {
+   public:
+    Builder& table(connector::TableDestination table) {
+      table_ = std::move(table);
+      return *this;
+    }
+    // Required: a single-cluster-routing app profile used by every change-stream call.
+    Builder& app_profile_id(std::string id) {
+      app_profile_ = std::move(id);
+      return *this;
+    }
+    Builder& deserializer(ChangeStreamMutationDeserializer<T> deserializer) {
+      deserializer_ = std::move(deserializer);
+      return *this;
+    }
+    Builder& start_position(connector::StartPosition position) {
+      options_.start_position = std::move(position);
+      return *this;
+    }
+    Builder& end_time(absl::Time end) {
+      options_.end_time = end;
+      return *this;
+    }
+    Builder& max_concurrent_streams_per_subtask(int n) {
+      options_.max_concurrent_streams_per_subtask = n;
+      return *this;
+    }
+    Builder& filters(ChangeStreamEntryFilterOptions filters) {
+      options_.filters = std::move(filters);
+      return *this;
+    }
+    // Everything at once (replaces the four setters above).
+    Builder& options(BigtableChangeStreamOptions options) {
+      options_ = std::move(options);
+      return *this;
+    }
+    // A service-account JSON key read when the coordinator and each reader start. Not with
+    // emulator_endpoint.
+    Builder& service_account_key_file(std::string path) {
+      note(client_.set_service_account_key_file(std::move(path)));
+      return *this;
+    }
+    // host:port of a service speaking the Bigtable data API without credentials. The Bigtable
+    // emulator cannot serve change streams; this is for the in-repo fake
+    // (bigtable_change_streams_fake).
+    Builder& emulator_endpoint(std::string_view host_port) {
+      note(client_.set_emulator_endpoint(host_port));
+      return *this;
+    }
+    // Tests: the stub every coordinator and reader uses instead of a gRPC channel.
+    Builder& stub_factory(BigtableStubFactory stubs) {
+      stubs_ = std::move(stubs);
+      return *this;
+    }
+    // Tests: the heartbeat every call asks for (5 s otherwise; not a user option).
+    Builder& heartbeat_for_tests(std::chrono::milliseconds heartbeat) {
+      heartbeat_ = heartbeat;
+      return *this;
+    }
+    // INVALID_ARGUMENT naming what is missing or out of range.
+    absl::StatusOr<std::shared_ptr<BigtableChangeStreamSource>> build() const {
+      constexpr char kWho[] = "BigtableChangeStreamSource";
+      if (!error_.ok()) return error_;
+      if (!table_ || table_->project.empty() || table_->instance.empty() || table_->table.empty()) {
+        return absl::InvalidArgumentError(std::string(kWho) +
+                                          " needs table(...) with project, instance and table");
+      }
+      if (app_profile_.empty()) {
+        return absl::InvalidArgumentError(
+            std::string(kWho) +
+            " needs app_profile_id(...): change streams read through a single-cluster-routing "
+            "app profile");
+      }
+      if (!deserializer_) {
+        return absl::InvalidArgumentError(std::string(kWho) + " needs deserializer(...)");
+      }
+      GCP_RETURN_IF_ERROR(client_.validate());
+      GCP_RETURN_IF_ERROR(options_.validate());
+      GCP_ASSIGN_OR_RETURN(std::shared_ptr<const ChangeStreamEntryFilter> filter,
+                           ChangeStreamEntryFilter::Create(options_.filters));
+      return std::shared_ptr<BigtableChangeStreamSource>(
+          new BigtableChangeStreamSource(*this, std::move(filter)));
+    }
+
+   private:
+    friend class BigtableChangeStreamSource;
+    void note(absl::Status s) {
+      if (error_.ok()) error_ = std::move(s);
+    }
+    std::optional<connector::TableDestination> table_;
+    std::string app_profile_;
+    ChangeStreamMutationDeserializer<T> deserializer_;
+    BigtableChangeStreamOptions options_;
+    connector::ClientOptions client_;
+    BigtableStubFactory stubs_;
+    std::chrono::milliseconds heartbeat_ = kChangeStreamHeartbeat;
+    absl::Status error_;
+  };
+
+  static Builder builder() { return Builder(); }
+
+  Boundedness boundedness() const override {
+    return b_.options_.end_time ? Boundedness::kBounded : Boundedness::kContinuousUnbounded;
+  }
+
+  using EnumeratorPtr =
+      std::unique_ptr<SplitEnumerator<BigtableChangeStreamSplit, BigtableChangeStreamEnumState>>;
+  absl::StatusOr<EnumeratorPtr> create_enumerator(
+      SplitEnumeratorContext<BigtableChangeStreamSplit>& context) const override {
+    return EnumeratorPtr(std::make_unique<BigtableChangeStreamEnumerator>(
+        context, stubs_, request_, b_.options_, std::nullopt));
+  }
+  absl::StatusOr<EnumeratorPtr> restore_enumerator(
+      SplitEnumeratorContext<BigtableChangeStreamSplit>& context,
+      BigtableChangeStreamEnumState state) const override {
+    return EnumeratorPtr(std::make_unique<BigtableChangeStreamEnumerator>(
+        context, stubs_, request_, b_.options_, std::move(state)));
+  }
+  absl::StatusOr<std::unique_ptr<SourceReader<T, BigtableChangeStreamSplit>>> create_reader(
+      SourceReaderContext& context) const override {
+    auto split_reader = std::make_unique<ChangeStreamStreamReader>(
+        stubs_, request_, context.metric_group().counter("changeStreamReadsStarted"));
+    auto emitter = std::make_unique<Emitter>(b_.deserializer_, filter_, context);
+    Emitter* emitter_view = emitter.get();                   // owned by the reader's base from here
+    ChangeStreamStreamReader* streams = split_reader.get();  // likewise
+    return std::unique_ptr<SourceReader<T, BigtableChangeStreamSplit>>(
+        std::make_unique<Reader>(std::move(split_reader), streams, std::move(emitter), emitter_view,
+                                 context, b_.options_.max_concurrent_streams_per_subtask));
+  }
+  const VersionedSerializer<BigtableChangeStreamSplit>& split_serializer() const override {
+    return split_serializer_;
+  }
+  const VersionedSerializer<BigtableChangeStreamEnumState>& enumerator_state_serializer()
+      const override {
+    return state_serializer_;
+  }
+
+  LineageVertex lineage_vertex() const override {
+    LineageVertex v;
+    v.role = LineageVertex::Role::kSource;
+    v.connector = "bigtable";
+    v.bounded = b_.options_.end_time.has_value();
+    v.datasets.push_back(connector::BigtableDataset(*b_.table_));
+    return v;
+  }
+
+ private:
+  class Emitter final : public RecordEmitter<ChangeStreamElement, T, BigtableChangeStreamSplit> {
+   public:
+    Emitter(ChangeStreamMutationDeserializer<T> deserializer,
+            std::shared_ptr<const ChangeStreamEntryFilter> filter, SourceReaderContext& context)
+        : deserializer_(std::move(deserializer)),
+          filter_(std::move(filter)),
+          context_(context),
+          mutations_(context.metric_group().counter("changeStreamMutationsRead")),
+          user_(context.metric_group().counter("changeStreamUserMutationsRead")),
+          gc_(context.metric_group().counter("changeStreamGarbageCollectionMutationsRead")),
+          heartbeats_(context.metric_group().counter("changeStreamHeartbeatsRead")),
+          closes_(context.metric_group().counter("changeStreamCloseStreamsRead")),
+          filtered_(context.metric_group().counter("changeStreamMutationEntriesFiltered")),
+          skipped_without_change_(
+              context.metric_group().counter("changeStreamRecordsSkippedWithoutChange")),
+          skipped_(context.metric_group().counter(metric_names::kRecordsSkipped)) {}
+
+    absl::Status emit_record(ChangeStreamElement element, SourceOutput<T>& output,
+                             BigtableChangeStreamSplit& split) override {
+      switch (element.kind) {
+        case ChangeStreamElement::Kind::kMutation:
+          GCP_RETURN_IF_ERROR(emit_mutation(element.mutation, output, split));
+          advance(split, std::move(element.tokens), element.low_watermark, /*always=*/false);
+          break;
+        case ChangeStreamElement::Kind::kHeartbeat:
+          heartbeats_.inc_single_writer();
+          advance(split, std::move(element.tokens), element.low_watermark, /*always=*/true);
+          break;
+        case ChangeStreamElement::Kind::kClose: {
+          closes_.inc_single_writer();
+          const absl::StatusCode code = element.close_status.code();
+          if (code != absl::StatusCode::kOk && code != absl::StatusCode::kOutOfRange) {
+            return absl::Status(
+                code,
+                "BigtableChangeStreamSource: partition " + FormatRowRange(split.partition) +
+                    " was closed by the service: " + std::string(element.close_status.message()));
+          }
+          split.closed = true;
+          reported_.erase(split.id);
+          auto event = std::make_shared<BigtableChangeStreamClosed>();
+          event->split_id = split.id;
+          event->close.tokens = std::move(element.tokens);
+          event->close.new_partitions = std::move(element.new_partitions);
+          event->close.low_watermark = split.low_watermark;
+          context_.send_source_event_to_coordinator(std::move(event));
+          break;
+        }
+      }
+      low_watermarks_[split.id] = split.low_watermark;
+      return absl::OkStatus();
+    }
+
+    void forget(const std::string& id) {
+      reported_.erase(id);
+      low_watermarks_.erase(id);
+    }
+    const std::map<std::string, absl::Time>& low_watermarks() const { return low_watermarks_; }
+
+   private:
+    absl::Status emit_mutation(std::optional<BigtableChangeStreamMutation>& mutation,
+                               SourceOutput<T>& output, const BigtableChangeStreamSplit& split) {
+      mutations_.inc_single_writer();
+      if (mutation->type() == ChangeStreamMutationType::kUser) {
+        user_.inc_single_writer();
+      } else {
+        gc_.inc_single_writer();
+      }
+      const ChangeStreamEntryFilter::Outcome outcome = filter_->apply(mutation);
+      filtered_.inc_single_writer(outcome.entries_removed);
+      if (outcome.skip) {
+        skipped_without_change_.inc_single_writer();
+        return absl::OkStatus();
+      }
+      records_.clear();
+      VectorCollector<T> out(records_);
+      absl::Status status;
+      try {
+        status = deserializer_(*mutation, out);
+      } catch (const std::exception& e) {
+        status = absl::InternalError(e.what());
+      }
+      if (!status.ok()) {
+        return absl::Status(
+            status.code(),
+            "BigtableChangeStreamSource: the deserializer failed on a mutation committed at " +
+                absl::FormatTime(absl::RFC3339_full, mutation->commit_timestamp(),
+                                 absl::UTCTimeZone()) +
+                " in partition " + FormatRowRange(split.partition) + ": " +
+                std::string(status.message()));
+      }
+      if (records_.empty()) skipped_.inc_single_writer();
+      const std::int64_t ts = absl::ToUnixMillis(mutation->commit_timestamp());
+      for (T& r : records_) GCP_RETURN_IF_ERROR(output.collect(std::move(r), ts));
+      return absl::OkStatus();
+    }
+
+    // Moves the split's position and tells the coordinator (heartbeats at once, mutations at
+    // most every 500 ms per partition).
+    void advance(BigtableChangeStreamSplit& split, std::vector<PartitionToken> tokens,
+                 absl::Time low_watermark, bool always) {
+      if (!tokens.empty()) split.tokens = std::move(tokens);
+      split.low_watermark = std::max(split.low_watermark, low_watermark);
+      const auto now = std::chrono::steady_clock::now();
+      auto& last = reported_[split.id];
+      if (!always && now - last < std::chrono::milliseconds(500)) return;
+      last = now;
+      auto event = std::make_shared<BigtableChangeStreamProgress>();
+      event->split_id = split.id;
+      event->tokens = split.tokens;
+      event->low_watermark = split.low_watermark;
+      context_.send_source_event_to_coordinator(std::move(event));
+    }
+
+    ChangeStreamMutationDeserializer<T> deserializer_;
+    std::shared_ptr<const ChangeStreamEntryFilter> filter_;
+    SourceReaderContext& context_;
+    std::vector<T> records_;
+    std::map<std::string, std::chrono::steady_clock::time_point> reported_;
+    std::map<std::string, absl::Time> low_watermarks_;
+    Counter& mutations_;
+    Counter& user_;
+    Counter& gc_;
+    Counter& heartbeats_;
+    Counter& closes_;
+    Counter& filtered_;
+    Counter& skipped_without_change_;
+    Counter& skipped_;
+  };
+
+  using ReaderBase = SourceReaderBase<ChangeStreamElement, T, BigtableChangeStreamSplit,
+                                      BigtableChangeStreamSplit>;
+
+  // Holds restored splits until the coordinator's release, keeps at most `max_streams` splits
+  // in the fetcher and queues the rest (FIFO, checkpointed), lets open streams rotate at a
+  // heartbeat while partitions wait, and asks for one split per free slot.
+  class Reader final : public ReaderBase {
+   public:
+    Reader(std::unique_ptr<ChangeStreamStreamReader> split_reader,
+           ChangeStreamStreamReader* streams, std::unique_ptr<Emitter> emitter,
+           Emitter* emitter_view, SourceReaderContext& context, int max_streams)
+        : ReaderBase(std::move(split_reader), std::move(emitter), context,
+                     /*per_split_outputs=*/false),
+          streams_(streams),
+          emitter_(emitter_view),
+          max_streams_(max_streams) {
+      auto g = gauges_;
+      MetricGroup& m = context.metric_group();
+      m.gauge("activeChangeStreamReads", [g] { return static_cast<double>(g->active.load()); });
+      m.gauge("queuedChangeStreamPartitions",
+              [g] { return static_cast<double>(g->queued.load()); });
+      m.gauge("queuedChangeStreamPartitionLagMillis", [g] {
+        const std::int64_t oldest = g->oldest_queued_ms.load();
+        if (oldest <= 0) return 0.0;
+        return static_cast<double>(absl::ToUnixMillis(absl::Now()) - oldest);
+      });
+      m.gauge("partitionLowWatermarkMillis",
+              [g] { return static_cast<double>(g->low_watermark_ms.load()); });
+      m.gauge("missedHeartbeatIntervals",
+              [g] { return static_cast<double>(g->missed_heartbeats.load()); });
+    }
+
+    absl::Status start() override {
+      GCP_RETURN_IF_ERROR(ReaderBase::start());
+      auto hello = std::make_shared<BigtableChangeStreamHello>();
+      hello->held = held_;
+      this->context().send_source_event_to_coordinator(std::move(hello));
+      return absl::OkStatus();
+    }
+
+    absl::Status add_splits(std::vector<BigtableChangeStreamSplit> splits) override {
+      if (!released_) {
+        for (auto& s : splits) held_.push_back(std::move(s));
+        return absl::OkStatus();
+      }
+      requested_ = std::max(0, requested_ - static_cast<int>(splits.size()));
+      for (auto& s : splits) {
+        if (running_.count(s.id) > 0 || queued(s.id)) continue;
+        fifo_.push_back(std::move(s));
+      }
+      GCP_RETURN_IF_ERROR(admit());
+      request_more();
+      return absl::OkStatus();
+    }
+
+    absl::Status handle_source_event(std::shared_ptr<const SourceEvent> event) override {
+      auto* release = dynamic_cast<const BigtableChangeStreamRelease*>(event.get());
+      if (release == nullptr || released_) return absl::OkStatus();
+      released_ = true;
+      for (auto& s : held_) {
+        if (release->drop.count(s.id) == 0) fifo_.push_back(std::move(s));
+      }
+      held_.clear();
+      GCP_RETURN_IF_ERROR(admit());
+      request_more();
+      return absl::OkStatus();
+    }
+
+    absl::StatusOr<InputStatus> poll_next(ReaderOutput<T>& output) override {
+      gauges_->missed_heartbeats.store(
+          static_cast<int>(streams_->longest_silence() / kChangeStreamHeartbeat));
+      return ReaderBase::poll_next(output);
+    }
+
+    absl::StatusOr<std::vector<BigtableChangeStreamSplit>> snapshot_state(
+        std::int64_t checkpoint_id) override {
+      GCP_ASSIGN_OR_RETURN(std::vector<BigtableChangeStreamSplit> running,
+                           ReaderBase::snapshot_state(checkpoint_id));
+      std::vector<BigtableChangeStreamSplit> splits;
+      // A closed partition is the coordinator's business from its CloseStream on.
+      for (auto& s : running) {
+        if (!s.closed) splits.push_back(std::move(s));
+      }
+      for (const auto& s : fifo_) splits.push_back(s);
+      for (const auto& s : held_) splits.push_back(s);
+      return splits;
+    }
+
+   protected:
+    BigtableChangeStreamSplit initialized_state(const BigtableChangeStreamSplit& split) override {
+      return split;
+    }
+    BigtableChangeStreamSplit to_split_type(const std::string&,
+                                            const BigtableChangeStreamSplit& state) override {
+      return state;
+    }
+    absl::Status on_split_finished(
+        const std::map<std::string, BigtableChangeStreamSplit>& finished) override {
+      for (const auto& [id, split] : finished) {
+        running_.erase(id);
+        --active_;
+        if (split.closed) {
+          emitter_->forget(id);
+        } else {
+          fifo_.push_back(split);  // rotated out at a heartbeat: back in line
+        }
+      }
+      GCP_RETURN_IF_ERROR(admit());
+      request_more();
+      return absl::OkStatus();
+    }
+
+   private:
+    absl::Status admit() {
+      while (active_ < max_streams_ && !fifo_.empty()) {
+        std::vector<BigtableChangeStreamSplit> one;
+        running_.insert(fifo_.front().id);
+        one.push_back(std::move(fifo_.front()));
+        fifo_.pop_front();
+        ++active_;
+        GCP_RETURN_IF_ERROR(ReaderBase::add_splits(std::move(one)));
+      }
+      // Each waiting partition may take one open stream's place at its next heartbeat.
+      streams_->request_rotation(static_cast<int>(fifo_.size()));
+      update_gauges();
+      return absl::OkStatus();
+    }
+    bool queued(const std::string& id) const {
+      return std::any_of(fifo_.begin(), fifo_.end(), [&](const auto& s) { return s.id == id; });
+    }
+    void request_more() {
+      const int free = max_streams_ - active_ - static_cast<int>(fifo_.size()) - requested_;
+      for (int i = 0; i < free; ++i) {
+        ++requested_;
+        this->context().send_split_request();
+      }
+    }
+    void update_gauges() {
+      gauges_->active.store(active_);
+      gauges_->queued.store(static_cast<int>(fifo_.size()));
+      std::int64_t oldest = 0;
+      std::int64_t low = 0;
+      auto consider = [&](std::int64_t ms, std::int64_t& into) {
+        if (into == 0 || ms < into) into = ms;
+      };
+      for (const auto& s : fifo_) {
+        consider(absl::ToUnixMillis(s.low_watermark), oldest);
+        consider(absl::ToUnixMillis(s.low_watermark), low);
+      }
+      for (const auto& [id, t] : emitter_->low_watermarks()) {
+        if (running_.count(id) > 0) consider(absl::ToUnixMillis(t), low);
+      }
+      gauges_->oldest_queued_ms.store(oldest);
+      gauges_->low_watermark_ms.store(low);
+    }
+
+    ChangeStreamStreamReader* streams_;
+    Emitter* emitter_;
+    const int max_streams_;
+    std::set<std::string> running_;  // split ids handed to the fetcher
+    bool released_ = false;
+    std::vector<BigtableChangeStreamSplit> held_;
+    std::deque<BigtableChangeStreamSplit> fifo_;
+    int active_ = 0;
+    int requested_ = 0;
+    struct Gauges {
+      std::atomic<int> active{0}, queued{0}, missed_heartbeats{0};
+      std::atomic<std::int64_t> oldest_queued_ms{0}, low_watermark_ms{0};
+    };
+    std::shared_ptr<Gauges> gauges_ = std::make_shared<Gauges>();
+  };
+
+  BigtableChangeStreamSource(Builder b, std::shared_ptr<const ChangeStreamEntryFilter> filter)
+      : b_(std::move(b)), filter_(std::move(filter)) {
+    stubs_ = b_.stubs_ ? b_.stubs_ : MakeChangeStreamStubFactory(b_.client_);
+    request_.table_name = b_.table_->resource_name();
+    request_.app_profile_id = b_.app_profile_;
+    request_.end_time = b_.options_.end_time;
+    request_.heartbeat = b_.heartbeat_;
+  }
+
+  Builder b_;
+  std::shared_ptr<const ChangeStreamEntryFilter> filter_;
+  BigtableStubFactory stubs_;
+  ChangeStreamRequestBase request_;
+  BigtableChangeStreamSplitSerializer split_serializer_;
+  BigtableChangeStreamEnumStateSerializer state_serializer_;
+};
+
+}  // namespace gcpstream::bigtable
+
+#endif  // GCPSTREAM_BIGTABLE_CHANGESTREAM_BIGTABLE_CHANGE_STREAM_SOURCE_H_

@@ -1,0 +1,209 @@
+#include "gcpstream/bigtable/changestream/change_stream_enumerator.h"
+
+#include <spdlog/spdlog.h>
+
+#include "gcpstream/api/status_macros.h"
+#include "gcpstream/bigtable/changestream/change_stream_events.h"
+#include "gcpstream/bigtable/client/bigtable_stub.h"
+
+namespace gcpstream::bigtable {
+
+namespace v2 = google::bigtable::v2;
+
+absl::StatusOr<std::vector<RowKeyRange>> ListChangeStreamPartitions(
+    v2::Bigtable::StubInterface& stub, const std::string& table_name,
+    const std::string& app_profile_id) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  v2::GenerateInitialChangeStreamPartitionsRequest request;
+  request.set_table_name(table_name);
+  request.set_app_profile_id(app_profile_id);
+  auto reader = stub.GenerateInitialChangeStreamPartitions(&context, request);
+  std::vector<RowKeyRange> out;
+  v2::GenerateInitialChangeStreamPartitionsResponse response;
+  while (reader->Read(&response)) out.push_back(PartitionFromProto(response.partition()));
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) {
+    absl::Status s = FromGrpc(status);
+    return absl::Status(s.code(),
+                        "BigtableChangeStreamSource: listing the change stream "
+                        "partitions of " +
+                            table_name + " failed: " + std::string(s.message()));
+  }
+  if (out.empty()) {
+    return absl::FailedPreconditionError("BigtableChangeStreamSource: " + table_name +
+                                         " reported no change stream partitions");
+  }
+  return out;
+}
+
+BigtableChangeStreamEnumerator::BigtableChangeStreamEnumerator(
+    SplitEnumeratorContext<BigtableChangeStreamSplit>& context, BigtableStubFactory stubs,
+    ChangeStreamRequestBase request, BigtableChangeStreamOptions options,
+    std::optional<BigtableChangeStreamEnumState> restored, Clock now)
+    : context_(context),
+      stubs_(std::move(stubs)),
+      request_(std::move(request)),
+      options_(std::move(options)),
+      now_(now ? std::move(now) : Clock([] { return absl::Now(); })) {
+  if (restored && restored->started) {
+    started_ = true;
+    ledger_ = ChangeStreamLedger(*std::move(restored));
+  }
+  MetricGroup& m = context_.metric_group();
+  assigned_ = &m.counter("splitsAssigned");
+  discovered_ = &m.counter("changeStreamPartitionsDiscovered");
+  splits_ = &m.counter("changeStreamPartitionSplits");
+  merges_ = &m.counter("changeStreamPartitionMerges");
+  auto g = gauges_;
+  m.gauge("unassignedSplits", [g] { return g->unassigned.load(); });
+  m.gauge("unassignedChangeStreamPartitionLagMillis", [g] {
+    const double oldest = g->oldest_unassigned_ms.load();
+    if (oldest <= 0) return 0.0;
+    return static_cast<double>(absl::ToUnixMillis(absl::Now())) - oldest;
+  });
+}
+
+absl::Status BigtableChangeStreamEnumerator::start() {
+  if (started_) return absl::OkStatus();
+  context_.template call_async<absl::StatusOr<std::vector<RowKeyRange>>>(
+      [stubs = stubs_, request = request_]() -> absl::StatusOr<std::vector<RowKeyRange>> {
+        GCP_ASSIGN_OR_RETURN(auto stub, stubs());
+        return ListChangeStreamPartitions(*stub, request.table_name, request.app_profile_id);
+      },
+      [this](absl::StatusOr<std::vector<RowKeyRange>> partitions) {
+        on_partitions(std::move(partitions));
+      });
+  return absl::OkStatus();
+}
+
+void BigtableChangeStreamEnumerator::on_partitions(
+    absl::StatusOr<std::vector<RowKeyRange>> partitions) {
+  if (!partitions.ok()) {
+    context_.fail_job(partitions.status());
+    return;
+  }
+  const absl::Time start = options_.start_position.resolve(now_());
+  spdlog::info(
+      "BigtableChangeStreamSource: {} has {} change stream partitions; reading from {} "
+      "({})",
+      request_.table_name, partitions->size(),
+      absl::FormatTime(absl::RFC3339_full, start, absl::UTCTimeZone()),
+      options_.start_position.describe());
+  ledger_.start_fresh(*partitions, start);
+  discovered_->inc(static_cast<std::int64_t>(partitions->size()));
+  started_ = true;
+  maybe_release();
+}
+
+absl::Status BigtableChangeStreamEnumerator::add_reader(int) { return absl::OkStatus(); }
+
+void BigtableChangeStreamEnumerator::maybe_release() {
+  if (released_ || !started_) return;
+  if (static_cast<int>(hello_.size()) < context_.current_parallelism()) return;
+  std::map<std::string, std::pair<int, BigtableChangeStreamSplit>> held;
+  for (const auto& [subtask, splits] : hello_) {
+    for (const auto& split : splits) held[split.id] = {subtask, split};
+  }
+  const std::set<std::string> unknown = ledger_.reconcile(held);
+  if (!unknown.empty()) {
+    spdlog::info(
+        "BigtableChangeStreamSource: {} restored partition reads closed before the "
+        "coordinator's checkpoint; their successors are read instead",
+        unknown.size());
+  }
+  released_ = true;
+  for (const auto& [subtask, splits] : hello_) {
+    auto release = std::make_shared<BigtableChangeStreamRelease>();
+    for (const auto& split : splits) {
+      if (unknown.count(split.id) > 0) release->drop.insert(split.id);
+    }
+    context_.send_event_to_source_reader(subtask, release);
+  }
+  serve();
+  maybe_finish();
+}
+
+absl::Status BigtableChangeStreamEnumerator::handle_split_request(int subtask) {
+  ++requests_[subtask];
+  serve();
+  return absl::OkStatus();
+}
+
+void BigtableChangeStreamEnumerator::serve() {
+  if (!released_) return;
+  bool assigned = true;
+  while (assigned) {
+    assigned = false;
+    for (auto& [subtask, wanted] : requests_) {
+      if (wanted <= 0) continue;
+      auto split = ledger_.take_ready(subtask);
+      if (!split) break;
+      --wanted;
+      assigned_->inc();
+      context_.assign_split(subtask, *std::move(split));
+      assigned = true;
+    }
+  }
+  update_gauges();
+}
+
+void BigtableChangeStreamEnumerator::maybe_finish() {
+  if (finished_ || !released_ || !options_.end_time || !ledger_.done()) return;
+  finished_ = true;
+  spdlog::info("BigtableChangeStreamSource: every partition of {} reached the end time",
+               request_.table_name);
+  for (int subtask : context_.registered_readers()) context_.signal_no_more_splits(subtask);
+}
+
+absl::Status BigtableChangeStreamEnumerator::add_splits_back(
+    std::vector<BigtableChangeStreamSplit> splits, int subtask) {
+  std::vector<std::string> ids;
+  for (const auto& split : splits) ids.push_back(split.id);
+  requests_.erase(subtask);
+  ledger_.return_assigned(ids);
+  serve();
+  return absl::OkStatus();
+}
+
+absl::Status BigtableChangeStreamEnumerator::handle_source_event(
+    int subtask, std::shared_ptr<const SourceEvent> event) {
+  if (auto* hello = dynamic_cast<const BigtableChangeStreamHello*>(event.get())) {
+    hello_[subtask] = hello->held;
+    if (released_) {
+      // A reader that started again on its own after the release.
+      auto release = std::make_shared<BigtableChangeStreamRelease>();
+      context_.send_event_to_source_reader(subtask, release);
+      if (finished_) context_.signal_no_more_splits(subtask);
+    }
+    maybe_release();
+  } else if (auto* progress = dynamic_cast<const BigtableChangeStreamProgress*>(event.get())) {
+    ledger_.on_progress(progress->split_id, progress->tokens, progress->low_watermark);
+  } else if (auto* closed = dynamic_cast<const BigtableChangeStreamClosed*>(event.get())) {
+    auto released = ledger_.on_close(closed->split_id, closed->close);
+    if (!released.ok()) {
+      context_.fail_job(released.status());
+      return absl::OkStatus();
+    }
+    splits_->inc(released->splits);
+    merges_->inc(released->merges);
+    discovered_->inc(released->splits + released->merges);
+    serve();
+    maybe_finish();
+  }
+  return absl::OkStatus();
+}
+
+void BigtableChangeStreamEnumerator::update_gauges() {
+  gauges_->unassigned.store(static_cast<double>(ledger_.ready()));
+  auto oldest = ledger_.oldest_ready();
+  gauges_->oldest_unassigned_ms.store(oldest ? static_cast<double>(absl::ToUnixMillis(*oldest))
+                                             : 0.0);
+}
+
+absl::StatusOr<BigtableChangeStreamEnumState> BigtableChangeStreamEnumerator::snapshot_state(
+    std::int64_t) {
+  return ledger_.state(started_);
+}
+
+}  // namespace gcpstream::bigtable

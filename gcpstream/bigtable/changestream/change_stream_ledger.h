@@ -1,0 +1,91 @@
+#ifndef GCPSTREAM_BIGTABLE_CHANGESTREAM_CHANGE_STREAM_LEDGER_H_
+#define GCPSTREAM_BIGTABLE_CHANGESTREAM_CHANGE_STREAM_LEDGER_H_
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gcpstream/bigtable/changestream/change_stream_split.h"
+
+namespace gcpstream::bigtable {
+
+// What a partition's CloseStream said, as the coordinator needs it.
+struct PartitionClose {
+  std::vector<PartitionToken> tokens;
+  std::vector<RowKeyRange> new_partitions;
+  absl::Time low_watermark = absl::UnixEpoch();
+};
+
+// The coordinator's account of a change stream's partitions: every partition being read or
+// waiting to be (ready, or held by a reader), and the successor partitions whose tokens are
+// still being handed over. A CloseStream hands each of its tokens to the new partition that
+// contains the token's range; a new partition is released only once its tokens tile it exactly
+// — after a split at once, after a merge only when every parent has closed — so no change in it
+// is skipped, and each piece resumes exactly where its parent stopped. Ready partitions are
+// handed out first in, first out. Not thread-safe (the coordinator thread).
+class ChangeStreamLedger {
+ public:
+  ChangeStreamLedger() = default;
+  explicit ChangeStreamLedger(BigtableChangeStreamEnumState state);
+
+  // A fresh start: each initial partition from `start` (inclusive).
+  void start_fresh(const std::vector<RowKeyRange>& partitions, absl::Time start);
+
+  // A reader's progress on `split_id` (tokens and low watermark after what went downstream).
+  void on_progress(const std::string& split_id, std::vector<PartitionToken> tokens,
+                   absl::Time low_watermark);
+
+  struct Released {
+    int splits = 0;  // successors released from one parent's tokens (a move counts here)
+    int merges = 0;  // successors released from several parents' tokens
+  };
+  // `split_id` closed. A close of a partition the ledger no longer holds is ignored (a restore
+  // replayed it). INTERNAL when a token lies in none of the new partitions.
+  absl::StatusOr<Released> on_close(const std::string& split_id, const PartitionClose& close);
+
+  // The oldest ready partition, now held by `subtask`; nullopt when none is ready.
+  std::optional<BigtableChangeStreamSplit> take_ready(int subtask);
+  // A reader failed alone: its partitions are ready again, from the ledger's position.
+  void return_assigned(const std::vector<std::string>& split_ids);
+  // After a restore: `held` are the splits the readers restored, by id, with their subtask.
+  // Those the ledger knows stay with their reader at the reader's (newer) position; partitions
+  // the ledger thought assigned that no reader holds are ready again from the ledger's
+  // position. Returns the held ids the ledger does not know (their partition closed before the
+  // coordinator's checkpoint): the readers drop them.
+  std::set<std::string> reconcile(
+      const std::map<std::string, std::pair<int, BigtableChangeStreamSplit>>& held);
+
+  // Nothing left to read and nothing pending (a bounded read is complete).
+  bool done() const { return entries_.empty() && pending_.empty(); }
+  std::size_t ready() const { return ready_.size(); }
+  std::size_t assigned() const { return entries_.size() - ready_.size(); }
+  std::size_t pending() const { return pending_.size(); }
+  // The smallest low watermark among ready partitions.
+  std::optional<absl::Time> oldest_ready() const;
+  BigtableChangeStreamEnumState state(bool started) const;
+
+ private:
+  struct Entry {
+    BigtableChangeStreamSplit split;
+    int subtask = -1;
+  };
+  struct Pending {
+    PendingPartition partition;
+    std::set<std::string> parents;
+  };
+  std::string new_id(const RowKeyRange& range);
+
+  std::map<std::string, Entry> entries_;  // by split id
+  std::deque<std::string> ready_;
+  std::map<RowKeyRange, Pending> pending_;
+  std::int64_t next_id_ = 1;
+};
+
+}  // namespace gcpstream::bigtable
+
+#endif  // GCPSTREAM_BIGTABLE_CHANGESTREAM_CHANGE_STREAM_LEDGER_H_

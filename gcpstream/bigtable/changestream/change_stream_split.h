@@ -1,0 +1,105 @@
+#ifndef GCPSTREAM_BIGTABLE_CHANGESTREAM_CHANGE_STREAM_SPLIT_H_
+#define GCPSTREAM_BIGTABLE_CHANGESTREAM_CHANGE_STREAM_SPLIT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "gcpstream/api/versioned_serializer.h"
+
+namespace gcpstream::bigtable {
+
+// A change-stream partition's row range [start, end): an empty start is the beginning of the
+// key space, an empty end its end.
+struct RowKeyRange {
+  std::string start;
+  std::string end;
+  friend bool operator==(const RowKeyRange&, const RowKeyRange&) = default;
+  friend bool operator<(const RowKeyRange& a, const RowKeyRange& b) {
+    return a.start != b.start ? a.start < b.start : a.end < b.end;
+  }
+};
+
+// The range in the connector's notation: [ and ] include a key, ( and ) exclude it, * is a
+// missing bound; printable bytes as text, others (and \ * ,) as \xNN. "(*, *)" is everything.
+std::string FormatRowRange(const RowKeyRange& range);
+
+// A continuation token and the range it covers (StreamContinuationToken).
+struct PartitionToken {
+  RowKeyRange range;
+  std::string token;
+  friend bool operator==(const PartitionToken&, const PartitionToken&) = default;
+};
+
+// One change-stream partition as a split. It starts from `tokens` (one per piece of the
+// partition, covering it exactly: one after a split or a read, several after a merge) or, with
+// none, from `start_time` inclusively. `low_watermark` is the service's estimate at the
+// position, never moving back. `id` is the coordinator's name for this partition's read, unique
+// for the job (the same range read again after a split and a merge gets a new id).
+struct BigtableChangeStreamSplit {
+  std::string id;
+  RowKeyRange partition;
+  std::vector<PartitionToken> tokens;
+  absl::Time start_time = absl::UnixEpoch();
+  absl::Time low_watermark = absl::UnixEpoch();
+  // Reader-side only: the partition's CloseStream was emitted (never checkpointed as true: a
+  // closed split is finished before the next checkpoint could see it).
+  bool closed = false;
+
+  const std::string& split_id() const { return id; }
+  friend bool operator==(const BigtableChangeStreamSplit&,
+                         const BigtableChangeStreamSplit&) = default;
+};
+
+// A successor partition some parents handed tokens to, waiting until the tokens cover it.
+struct PendingPartition {
+  RowKeyRange partition;
+  std::vector<PartitionToken> tokens;
+  absl::Time low_watermark = absl::UnixEpoch();
+  friend bool operator==(const PendingPartition&, const PendingPartition&) = default;
+};
+
+// What the coordinator checkpoints.
+struct BigtableChangeStreamEnumState {
+  bool started = false;  // the initial partitions were listed
+  struct Entry {
+    BigtableChangeStreamSplit split;
+    int subtask = -1;  // -1: not assigned
+    friend bool operator==(const Entry&, const Entry&) = default;
+  };
+  std::vector<Entry> entries;
+  std::vector<PendingPartition> pending;
+  std::int64_t next_id = 1;
+  friend bool operator==(const BigtableChangeStreamEnumState&,
+                         const BigtableChangeStreamEnumState&) = default;
+};
+
+// JSON, version 1; keys and tokens in base64, times as microseconds. DATA_LOSS for bytes that do
+// not parse or describe an impossible split (a token outside its partition).
+class BigtableChangeStreamSplitSerializer final
+    : public VersionedSerializer<BigtableChangeStreamSplit> {
+ public:
+  int version() const override { return 1; }
+  absl::StatusOr<std::string> serialize(const BigtableChangeStreamSplit& split) const override;
+  absl::StatusOr<BigtableChangeStreamSplit> deserialize(int version,
+                                                        std::string_view bytes) const override;
+};
+
+class BigtableChangeStreamEnumStateSerializer final
+    : public VersionedSerializer<BigtableChangeStreamEnumState> {
+ public:
+  int version() const override { return 1; }
+  absl::StatusOr<std::string> serialize(const BigtableChangeStreamEnumState& state) const override;
+  absl::StatusOr<BigtableChangeStreamEnumState> deserialize(int version,
+                                                            std::string_view bytes) const override;
+};
+
+// Whether `tokens` tile `range` exactly (sorted by start, no gap, no overlap).
+bool TokensCover(std::vector<PartitionToken> tokens, const RowKeyRange& range);
+// Whether `inner` lies within `outer`.
+bool RangeContains(const RowKeyRange& outer, const RowKeyRange& inner);
+
+}  // namespace gcpstream::bigtable
+
+#endif  // GCPSTREAM_BIGTABLE_CHANGESTREAM_CHANGE_STREAM_SPLIT_H_

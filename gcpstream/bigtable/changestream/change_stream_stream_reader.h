@@ -1,0 +1,106 @@
+#ifndef GCPSTREAM_BIGTABLE_CHANGESTREAM_CHANGE_STREAM_STREAM_READER_H_
+#define GCPSTREAM_BIGTABLE_CHANGESTREAM_CHANGE_STREAM_STREAM_READER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "gcpstream/api/metrics.h"
+#include "gcpstream/api/split_reader.h"
+#include "gcpstream/bigtable/changestream/change_stream_element.h"
+#include "gcpstream/bigtable/changestream/change_stream_split.h"
+#include "google/bigtable/v2/bigtable.grpc.pb.h"
+
+namespace gcpstream::bigtable {
+
+using BigtableStubFactory =
+    std::function<absl::StatusOr<std::shared_ptr<google::bigtable::v2::Bigtable::StubInterface>>()>;
+
+// What every ReadChangeStream of one source asks for.
+struct ChangeStreamRequestBase {
+  std::string table_name;  // projects/P/instances/I/tables/T
+  std::string app_profile_id;
+  std::optional<absl::Time> end_time;
+  std::chrono::milliseconds heartbeat{5000};
+};
+
+// Runs the ReadChangeStream calls of one subtask, one thread each (the reader in front admits
+// at most max_concurrent_streams_per_subtask). A call has no deadline: an idle partition's
+// stream stays open for as long as it is idle, and only heartbeats show it is alive.
+//
+// A call thread reassembles DataChange messages into mutations and hands each element over,
+// holding at most kHandover elements of its partition before it waits for fetch() (gRPC flow
+// control then holds the service back). A CloseStream finishes the split. A call that fails
+// with a transient code (UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, RESOURCE_EXHAUSTED,
+// INTERNAL) or ends without a CloseStream is opened again from the last complete element's
+// token, after a backoff (100 ms doubling to 5 s; reset by progress); a partly received
+// change is dropped and comes again. Any other code fails the reader with its code.
+//
+// Rotation: while request_rotation() credits remain, the next call to receive a heartbeat ends
+// after it and its split finishes unclosed, for the reader to queue behind the partitions
+// waiting for a slot.
+class ChangeStreamStreamReader final
+    : public SplitReader<ChangeStreamElement, BigtableChangeStreamSplit> {
+ public:
+  static constexpr std::size_t kHandover = 64;
+
+  ChangeStreamStreamReader(BigtableStubFactory stubs, ChangeStreamRequestBase request,
+                           Counter& reads_started);
+  ~ChangeStreamStreamReader() override;
+
+  absl::StatusOr<RecordsWithSplitIds<ChangeStreamElement>> fetch() override;
+  absl::Status handle_splits_addition(SplitsAddition<BigtableChangeStreamSplit> addition) override;
+  void wake_up() override;
+  absl::Status close() override;
+
+  // Thread-safe: lets `n` more streams end at their next heartbeat.
+  void request_rotation(int n);
+  // Thread-safe: the longest time any open stream has gone without a message.
+  std::chrono::milliseconds longest_silence() const;
+
+ private:
+  struct Stream {
+    BigtableChangeStreamSplit split;  // the position of the last complete element read
+    std::thread thread;
+    grpc::ClientContext* context = nullptr;  // of the current call; guarded by mu_
+    std::deque<ChangeStreamElement> elements;
+    bool done = false;
+    absl::Status status;
+  };
+  void run(Stream& s);
+  absl::Status read_once(Stream& s, bool& finished, bool& progressed);
+  void stop_all();
+
+  BigtableStubFactory stubs_;
+  std::shared_ptr<google::bigtable::v2::Bigtable::StubInterface> stub_;
+  const ChangeStreamRequestBase request_;
+  Counter& reads_started_;
+  std::map<std::string, std::unique_ptr<Stream>> streams_;  // fetcher thread only (the map)
+
+  mutable std::mutex
+      mu_;  // guards each Stream's elements/done/status/context, and the fields below
+  std::condition_variable cv_;
+  bool woken_ = false;
+  bool closing_ = false;
+  int rotations_ = 0;
+  // When each open stream last received a message (longest_silence() reads it from the
+  // subtask thread, so it is not kept in streams_).
+  std::map<std::string, std::chrono::steady_clock::time_point> last_message_;
+};
+
+// google.bigtable.v2.ReadChangeStreamRequest for `split` (start time or tokens).
+google::bigtable::v2::ReadChangeStreamRequest BuildReadChangeStreamRequest(
+    const ChangeStreamRequestBase& base, const BigtableChangeStreamSplit& split);
+google::bigtable::v2::StreamPartition PartitionToProto(const RowKeyRange& range);
+RowKeyRange PartitionFromProto(const google::bigtable::v2::StreamPartition& partition);
+
+}  // namespace gcpstream::bigtable
+
+#endif  // GCPSTREAM_BIGTABLE_CHANGESTREAM_CHANGE_STREAM_STREAM_READER_H_

@@ -1,0 +1,20 @@
+#include "gcpstream/bigtable/changestream/bigtable_change_stream_source.h"
+#include "gcpstream/bigtable/sink/bigtable_sink.h"
+
+namespace gcpstream::bigtable {
+
+BigtableStubFactory MakeChangeStreamStubFactory(connector::ClientOptions client) {
+  return [client = std::move(client)]()
+             -> absl::StatusOr<std::shared_ptr<google::bigtable::v2::Bigtable::StubInterface>> {
+    grpc::ChannelArguments args;
+    // A chunked SetCell arrives in several messages; one message stays well below this.
+    args.SetMaxReceiveMessageSize(256 << 20);
+    GCP_ASSIGN_OR_RETURN(
+        std::shared_ptr<grpc::Channel> channel,
+        connector::CreateChannel(client, kBigtableTarget, args, connector::CallApi::kBlockingOnly));
+    return std::shared_ptr<google::bigtable::v2::Bigtable::StubInterface>(
+        google::bigtable::v2::Bigtable::NewStub(channel));
+  };
+}
+
+}  // namespace gcpstream::bigtable
