@@ -365,8 +365,8 @@ class BigtableChangeStreamSource final
                                       BigtableChangeStreamSplit>;
 
   // Holds restored splits until the coordinator's release, keeps at most `max_streams` splits
-  // in the fetcher and queues the rest (FIFO, checkpointed), lets open streams rotate at a
-  // heartbeat while partitions wait, and asks for one split per free slot.
+  // in the fetcher and queues the rest (FIFO, checkpointed), and lets open streams rotate at a
+  // heartbeat while partitions wait. The coordinator assigns without being asked.
   class Reader final : public ReaderBase {
    public:
     Reader(std::unique_ptr<ChangeStreamStreamReader> split_reader,
@@ -406,14 +406,11 @@ class BigtableChangeStreamSource final
         for (auto& s : splits) held_.push_back(std::move(s));
         return absl::OkStatus();
       }
-      requested_ = std::max(0, requested_ - static_cast<int>(splits.size()));
       for (auto& s : splits) {
         if (running_.count(s.id) > 0 || queued(s.id)) continue;
         fifo_.push_back(std::move(s));
       }
-      GCP_RETURN_IF_ERROR(admit());
-      request_more();
-      return absl::OkStatus();
+      return admit();
     }
 
     absl::Status handle_source_event(std::shared_ptr<const SourceEvent> event) override {
@@ -424,9 +421,7 @@ class BigtableChangeStreamSource final
         if (release->drop.count(s.id) == 0) fifo_.push_back(std::move(s));
       }
       held_.clear();
-      GCP_RETURN_IF_ERROR(admit());
-      request_more();
-      return absl::OkStatus();
+      return admit();
     }
 
     absl::StatusOr<InputStatus> poll_next(ReaderOutput<T>& output) override {
@@ -468,9 +463,7 @@ class BigtableChangeStreamSource final
           fifo_.push_back(split);  // rotated out at a heartbeat: back in line
         }
       }
-      GCP_RETURN_IF_ERROR(admit());
-      request_more();
-      return absl::OkStatus();
+      return admit();
     }
 
    private:
@@ -490,13 +483,6 @@ class BigtableChangeStreamSource final
     }
     bool queued(const std::string& id) const {
       return std::any_of(fifo_.begin(), fifo_.end(), [&](const auto& s) { return s.id == id; });
-    }
-    void request_more() {
-      const int free = max_streams_ - active_ - static_cast<int>(fifo_.size()) - requested_;
-      for (int i = 0; i < free; ++i) {
-        ++requested_;
-        this->context().send_split_request();
-      }
     }
     void update_gauges() {
       gauges_->active.store(active_);
@@ -525,7 +511,6 @@ class BigtableChangeStreamSource final
     std::vector<BigtableChangeStreamSplit> held_;
     std::deque<BigtableChangeStreamSplit> fifo_;
     int active_ = 0;
-    int requested_ = 0;
     struct Gauges {
       std::atomic<int> active{0}, queued{0}, missed_heartbeats{0};
       std::atomic<std::int64_t> oldest_queued_ms{0}, low_watermark_ms{0};

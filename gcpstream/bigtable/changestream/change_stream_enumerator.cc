@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/bigtable/changestream/change_stream_events.h"
 #include "gcpstream/bigtable/client/bigtable_stub.h"
@@ -124,26 +126,25 @@ void BigtableChangeStreamEnumerator::maybe_release() {
   maybe_finish();
 }
 
-absl::Status BigtableChangeStreamEnumerator::handle_split_request(int subtask) {
-  ++requests_[subtask];
-  serve();
+absl::Status BigtableChangeStreamEnumerator::handle_split_request(int) {
+  serve();  // readers do not ask: every partition is assigned as soon as it is ready
   return absl::OkStatus();
 }
 
 void BigtableChangeStreamEnumerator::serve() {
   if (!released_) return;
-  bool assigned = true;
-  while (assigned) {
-    assigned = false;
-    for (auto& [subtask, wanted] : requests_) {
-      if (wanted <= 0) continue;
-      auto split = ledger_.take_ready(subtask);
-      if (!split) break;
-      --wanted;
-      assigned_->inc();
-      context_.assign_split(subtask, *std::move(split));
-      assigned = true;
-    }
+  // Every ready partition goes at once to the reader holding the fewest: a reader queues what
+  // exceeds its stream slots and rotates through them, so nothing waits here for a free slot.
+  std::map<int, int> load;
+  for (const auto& [subtask, held] : hello_) load[subtask] = ledger_.held_by(subtask);
+  while (!load.empty() && ledger_.ready() > 0) {
+    auto least = std::min_element(load.begin(), load.end(),
+                                  [](const auto& a, const auto& b) { return a.second < b.second; });
+    auto split = ledger_.take_ready(least->first);
+    if (!split) break;
+    ++least->second;
+    assigned_->inc();
+    context_.assign_split(least->first, *std::move(split));
   }
   update_gauges();
 }
@@ -160,7 +161,7 @@ absl::Status BigtableChangeStreamEnumerator::add_splits_back(
     std::vector<BigtableChangeStreamSplit> splits, int subtask) {
   std::vector<std::string> ids;
   for (const auto& split : splits) ids.push_back(split.id);
-  requests_.erase(subtask);
+  hello_.erase(subtask);  // until it says hello again
   ledger_.return_assigned(ids);
   serve();
   return absl::OkStatus();
@@ -175,6 +176,7 @@ absl::Status BigtableChangeStreamEnumerator::handle_source_event(
       auto release = std::make_shared<BigtableChangeStreamRelease>();
       context_.send_event_to_source_reader(subtask, release);
       if (finished_) context_.signal_no_more_splits(subtask);
+      serve();
     }
     maybe_release();
   } else if (auto* progress = dynamic_cast<const BigtableChangeStreamProgress*>(event.get())) {

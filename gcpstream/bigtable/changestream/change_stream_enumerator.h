@@ -24,8 +24,9 @@ absl::StatusOr<std::vector<RowKeyRange>> ListChangeStreamPartitions(
 // The coordinator of BigtableChangeStreamSource. Fresh, it lists the initial partitions on a
 // worker thread and starts each at the start position; restored, it takes the checkpointed
 // ledger. Once every reader said which splits it restored, it reconciles (ChangeStreamLedger::
-// reconcile) and releases the readers, so no restored stream opens before that. Partitions go
-// to readers that asked, one per free stream slot. A CloseStream's tokens go to the successor
+// reconcile) and releases the readers, so no restored stream opens before that. Every ready
+// partition is assigned at once to the reader holding the fewest (readers queue what exceeds
+// their stream slots and rotate through it). A CloseStream's tokens go to the successor
 // partitions, each released once its tokens cover it. With an end time, once no partition is
 // left every reader is told there are no more splits. Metrics on the coordinator's group:
 // splitsAssigned, unassignedSplits, changeStreamPartitionsDiscovered,
@@ -68,7 +69,6 @@ class BigtableChangeStreamEnumerator final
   bool released_ = false;
   bool finished_ = false;
   std::map<int, std::vector<BigtableChangeStreamSplit>> hello_;
-  std::map<int, int> requests_;
   Counter* assigned_ = nullptr;
   Counter* discovered_ = nullptr;
   Counter* splits_ = nullptr;

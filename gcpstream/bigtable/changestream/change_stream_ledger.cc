@@ -33,8 +33,9 @@ void ChangeStreamLedger::start_fresh(const std::vector<RowKeyRange>& partitions,
     split.partition = range;
     split.start_time = start;
     split.low_watermark = start;
-    ready_.push_back(split.id);
-    entries_[split.id] = Entry{std::move(split), -1};
+    const std::string id = split.id;  // (the right side of = is evaluated first)
+    ready_.push_back(id);
+    entries_[id] = Entry{std::move(split), -1};
   }
 }
 
@@ -106,8 +107,9 @@ absl::StatusOr<ChangeStreamLedger::Released> ChangeStreamLedger::on_close(
       ++released.splits;
     }
     pending_.erase(p);
-    ready_.push_back(split.id);
-    entries_[split.id] = Entry{std::move(split), -1};
+    const std::string id = split.id;  // (the right side of = is evaluated first)
+    ready_.push_back(id);
+    entries_[id] = Entry{std::move(split), -1};
   }
   return released;
 }
@@ -161,6 +163,12 @@ std::optional<absl::Time> ChangeStreamLedger::oldest_ready() const {
     if (!oldest || t < *oldest) oldest = t;
   }
   return oldest;
+}
+
+int ChangeStreamLedger::held_by(int subtask) const {
+  int n = 0;
+  for (const auto& [id, e] : entries_) n += e.subtask == subtask ? 1 : 0;
+  return n;
 }
 
 BigtableChangeStreamEnumState ChangeStreamLedger::state(bool started) const {

@@ -67,6 +67,8 @@ class ChangeStreamLedger {
   std::size_t pending() const { return pending_.size(); }
   // The smallest low watermark among ready partitions.
   std::optional<absl::Time> oldest_ready() const;
+  // Partitions held by `subtask`.
+  int held_by(int subtask) const;
   BigtableChangeStreamEnumState state(bool started) const;
 
  private:
