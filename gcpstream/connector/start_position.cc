@@ -21,7 +21,7 @@ std::string StartPosition::describe() const {
     case Kind::kLatest:
       return "latest";
     case Kind::kAbsolute:
-      return "absolute " + absl::FormatTime(absl::RFC3339_full, at_, absl::UTCTimeZone());
+      return "absolute " + absl::FormatTime("%Y-%m-%d%ET%H:%M:%E*SZ", at_, absl::UTCTimeZone());
     case Kind::kRelative:
       return fmt::format("relative {} ago", absl::FormatDuration(ago_));
   }

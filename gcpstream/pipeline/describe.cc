@@ -64,6 +64,20 @@ std::string SourceLine(const SourceSpec& source) {
         c->options.start_position.describe(), c->options.max_concurrent_queries_per_subtask,
         c->emulator_endpoint ? ", emulator " + *c->emulator_endpoint : "");
   }
+  if (const auto* c = std::get_if<BigtableChangeStreamSourceSpec>(&source)) {
+    return fmt::format(
+        "bigtable change stream of {} from {}{} (partitions as splits, at most {} streams per "
+        "subtask, a restore resumes each partition at its checkpointed continuation token{})",
+        connector::TableDestination::of(c->project, c->instance, c->table).resource_name(),
+        c->options.start_position.describe(),
+        c->options.end_time ? " to " +
+                                  absl::FormatTime("%Y-%m-%d%ET%H:%M:%E*SZ", *c->options.end_time,
+                                                   absl::UTCTimeZone()) +
+                                  ", bounded"
+                            : ", unbounded",
+        c->options.max_concurrent_streams_per_subtask,
+        c->emulator_endpoint ? ", endpoint " + *c->emulator_endpoint : "");
+  }
   const auto& p = std::get<PubSubSourceSpec>(source);
   std::string subs;
   for (const auto& s : p.subscriptions) {
@@ -144,6 +158,14 @@ std::vector<std::pair<std::string, LineageVertex>> PipelineLineage(const Pipelin
     const auto db = connector::DatabaseDestination::of(s->project, s->instance, s->database);
     v.datasets.push_back(s->table ? connector::SpannerDataset(db, *s->table)
                                   : connector::SpannerDatabaseDataset(db));
+    out.emplace_back("source", std::move(v));
+  } else if (const auto* c = std::get_if<BigtableChangeStreamSourceSpec>(&spec.source)) {
+    LineageVertex v;
+    v.role = LineageVertex::Role::kSource;
+    v.connector = "bigtable";
+    v.bounded = c->options.end_time.has_value();
+    v.datasets.push_back(connector::BigtableDataset(
+        connector::TableDestination::of(c->project, c->instance, c->table)));
     out.emplace_back("source", std::move(v));
   } else if (const auto* c = std::get_if<SpannerChangeStreamSourceSpec>(&spec.source)) {
     LineageVertex v;

@@ -2,6 +2,9 @@
 #include <fmt/format.h>
 
 #include "absl/time/time.h"
+#include "gcpstream/bigtable/admin/resource_names.h"
+#include "gcpstream/bigtable/changestream/change_stream_options.h"
+#include "gcpstream/connector/name_patterns.h"
 #include "gcpstream/pipeline/internal/spec_sections.h"
 #include "gcpstream/spanner/client/value.h"
 
@@ -26,6 +29,36 @@ std::optional<int> OptionalInt(YamlMap& m, const std::string& key, const std::st
   auto v = m.optional_integer(key, def, range);
   if (!v) return std::nullopt;
   return static_cast<int>(*v);
+}
+
+// A change-stream start: "latest", an RFC 3339 time, or a duration before the start ("-10m").
+std::optional<connector::StartPosition> ParseStartPosition(YamlMap& m, const char* key,
+                                                           const std::string& text) {
+  if (text == "latest") return connector::StartPosition::latest();
+  if (!text.empty() && text[0] == '-') {
+    absl::Duration ago;
+    if (absl::ParseDuration(text.substr(1), &ago) && ago >= absl::ZeroDuration() &&
+        ago <= absl::Hours(24 * 3650)) {
+      return connector::StartPosition::relative(ago);
+    }
+  } else if (auto t = spanner::ParseTimestamp(text); t.ok()) {
+    return connector::StartPosition::absolute(*t);
+  }
+  m.check(key, absl::InvalidArgumentError(fmt::format(
+                   "'{}' is neither latest, an RFC 3339 time, nor a duration before the start "
+                   "such as -10m",
+                   text)));
+  return std::nullopt;
+}
+
+// Checks one include/exclude pair of output-filter patterns, naming the list at fault: the
+// exclude list when both are given, else the list that holds the bad pattern.
+void CheckPatternLists(YamlMap& m, std::string_view source, const char* include_key,
+                       const std::vector<std::string>& include, const char* exclude_key,
+                       const std::vector<std::string>& exclude) {
+  auto patterns =
+      connector::NamePatterns::Create(source, include, include_key, exclude, exclude_key);
+  if (!patterns.ok()) m.check(exclude.empty() ? include_key : exclude_key, patterns.status());
 }
 
 }  // namespace
@@ -236,25 +269,8 @@ SpannerChangeStreamSourceSpec ParseSpannerChangeStreamSource(YamlMap& m) {
     m.check("change_stream", spanner::ValidateChangeStreamName(*stream));
   }
   auto& o = spec.options;
-  // A position: "latest", an RFC 3339 time, or a duration before the start ("-10m").
-  auto position =
-      [&](const char* key,
-          const std::string& text) -> std::optional<spanner::ChangeStreamStartPosition> {
-    if (text == "latest") return spanner::ChangeStreamStartPosition::latest();
-    if (!text.empty() && text[0] == '-') {
-      absl::Duration ago;
-      if (absl::ParseDuration(text.substr(1), &ago) && ago >= absl::ZeroDuration() &&
-          ago <= absl::Hours(24 * 3650)) {
-        return spanner::ChangeStreamStartPosition::relative(ago);
-      }
-    } else if (auto t = spanner::ParseTimestamp(text); t.ok()) {
-      return spanner::ChangeStreamStartPosition::absolute(*t);
-    }
-    m.check(key, absl::InvalidArgumentError(fmt::format(
-                     "'{}' is neither latest, an RFC 3339 time, nor a duration before the start "
-                     "such as -10m",
-                     text)));
-    return std::nullopt;
+  auto position = [&](const char* key, const std::string& text) {
+    return ParseStartPosition(m, key, text);
   };
   if (auto start = m.optional_string("start_position")) {
     if (auto p = position("start_position", *start)) o.start_position = *p;
@@ -283,10 +299,47 @@ SpannerChangeStreamSourceSpec ParseSpannerChangeStreamSource(YamlMap& m) {
   o.filters.column_include = m.string_list("column_include_list");
   o.filters.column_exclude = m.string_list("column_exclude_list");
   o.filters.skip_messages_without_change = m.boolean("skip_messages_without_change", false);
-  if (auto filter = spanner::ChangeStreamFilter::Create(o.filters); !filter.ok()) {
-    const bool tables = !o.filters.table_include.empty() && !o.filters.table_exclude.empty();
-    m.check(tables ? "table_exclude_list" : "column_exclude_list", filter.status());
+  CheckPatternLists(m, "SpannerChangeStreamSource", "table_include_list", o.filters.table_include,
+                    "table_exclude_list", o.filters.table_exclude);
+  CheckPatternLists(m, "SpannerChangeStreamSource", "column_include_list", o.filters.column_include,
+                    "column_exclude_list", o.filters.column_exclude);
+  spec.emulator_endpoint = m.optional_string("emulator_endpoint");
+  spec.service_account_key_file = m.optional_string("service_account_key_file");
+  return spec;
+}
+
+BigtableChangeStreamSourceSpec ParseBigtableChangeStreamSource(YamlMap& m) {
+  BigtableChangeStreamSourceSpec spec;
+  spec.project = m.required_string("project");
+  spec.instance = m.required_string("instance");
+  spec.table = m.required_string("table");
+  if (!spec.table.empty()) m.check("table", bigtable::ValidateTableId(spec.table));
+  spec.app_profile_id = m.required_string("app_profile_id");
+  auto& o = spec.options;
+  if (auto start = m.optional_string("start_position")) {
+    if (auto p = ParseStartPosition(m, "start_position", *start)) o.start_position = *p;
   }
+  if (auto end = m.optional_string("end_time")) {
+    if (auto t = spanner::ParseTimestamp(*end); t.ok()) {
+      o.end_time = *t;
+    } else {
+      m.check("end_time",
+              absl::InvalidArgumentError(fmt::format("'{}' is not an RFC 3339 time", *end)));
+    }
+  }
+  o.max_concurrent_streams_per_subtask = static_cast<int>(
+      m.integer("max_concurrent_streams_per_subtask", o.max_concurrent_streams_per_subtask,
+                IntRange{1, bigtable::kMaxStreamsPerSubtask}));
+  o.filters.family_include = m.string_list("family_include_list");
+  o.filters.family_exclude = m.string_list("family_exclude_list");
+  o.filters.qualifier_include = m.string_list("qualifier_include_list");
+  o.filters.qualifier_exclude = m.string_list("qualifier_exclude_list");
+  o.filters.skip_messages_without_change = m.boolean("skip_messages_without_change", false);
+  CheckPatternLists(m, "BigtableChangeStreamSource", "family_include_list",
+                    o.filters.family_include, "family_exclude_list", o.filters.family_exclude);
+  CheckPatternLists(m, "BigtableChangeStreamSource", "qualifier_include_list",
+                    o.filters.qualifier_include, "qualifier_exclude_list",
+                    o.filters.qualifier_exclude);
   spec.emulator_endpoint = m.optional_string("emulator_endpoint");
   spec.service_account_key_file = m.optional_string("service_account_key_file");
   return spec;
@@ -294,11 +347,13 @@ SpannerChangeStreamSourceSpec ParseSpannerChangeStreamSource(YamlMap& m) {
 
 SourceSpec ParseSource(YamlMap m) {
   const std::string type =
-      m.choice("type", "file", {"file", "pubsub", "spanner", "spanner_change_stream"});
+      m.choice("type", "file",
+               {"file", "pubsub", "spanner", "spanner_change_stream", "bigtable_change_stream"});
   if (!m.has("type") && m.present()) {
     m.context().fail(
         m.mark(), m.key_path("type"),
-        "required key is missing; allowed values: file, pubsub, spanner, spanner_change_stream");
+        "required key is missing; allowed values: file, pubsub, spanner, spanner_change_stream, "
+        "bigtable_change_stream");
   }
   SourceSpec spec;
   if (type == "pubsub") {
@@ -307,6 +362,8 @@ SourceSpec ParseSource(YamlMap m) {
     spec = ParseSpannerSource(m);
   } else if (type == "spanner_change_stream") {
     spec = ParseSpannerChangeStreamSource(m);
+  } else if (type == "bigtable_change_stream") {
+    spec = ParseBigtableChangeStreamSource(m);
   } else {
     spec = ParseFileSource(m);
   }

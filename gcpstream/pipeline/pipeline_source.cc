@@ -1,5 +1,6 @@
 #include "gcpstream/pipeline/pipeline_source.h"
 
+#include "gcpstream/pipeline/bigtable_change_stream_source_factory.h"
 #include "gcpstream/pipeline/file_source.h"
 #include "gcpstream/pipeline/pubsub_source_factory.h"
 #include "gcpstream/pipeline/spanner_change_stream_source_factory.h"
@@ -16,6 +17,9 @@ absl::StatusOr<PipelineSource> MakePipelineSource(const SourceSpec& spec) {
   }
   if (const auto* changes = std::get_if<SpannerChangeStreamSourceSpec>(&spec)) {
     return MakeSpannerChangeStreamPipelineSource(*changes);
+  }
+  if (const auto* changes = std::get_if<BigtableChangeStreamSourceSpec>(&spec)) {
+    return MakeBigtableChangeStreamPipelineSource(*changes);
   }
   return MakePubSubPipelineSource(std::get<PubSubSourceSpec>(spec));
 }

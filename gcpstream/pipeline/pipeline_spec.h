@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gcpstream/bigtable/admin/table_create_options.h"
+#include "gcpstream/bigtable/changestream/change_stream_options.h"
 #include "gcpstream/bigtable/sink/bigtable_writer_options.h"
 #include "gcpstream/pipeline/pubsub_source_spec.h"
 #include "gcpstream/pipeline/yaml_fields.h"
@@ -63,8 +64,19 @@ struct SpannerChangeStreamSourceSpec {
   std::optional<std::string> service_account_key_file;
 };
 
+// `source: {type: bigtable_change_stream}`: one record per row mutation.
+struct BigtableChangeStreamSourceSpec {
+  std::string project;
+  std::string instance;
+  std::string table;
+  std::string app_profile_id;
+  bigtable::BigtableChangeStreamOptions options;
+  std::optional<std::string> emulator_endpoint;
+  std::optional<std::string> service_account_key_file;
+};
+
 using SourceSpec = std::variant<FileSourceSpec, PubSubSourceSpec, SpannerSourceSpec,
-                                SpannerChangeStreamSourceSpec>;
+                                SpannerChangeStreamSourceSpec, BigtableChangeStreamSourceSpec>;
 
 // One field comparison of a keep/drop filter.
 struct FieldComparison {

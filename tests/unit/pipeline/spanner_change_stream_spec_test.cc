@@ -82,6 +82,11 @@ TEST(SpannerChangeStreamSpec, MistakesNameTheirKey) {
                  "  table_exclude_list: [B]\n"));
   ASSERT_FALSE(both.ok());
   EXPECT_THAT(both.status().message(), HasSubstr("table_include_list and table_exclude_list"));
+  // A bad pattern in an include list names that list (it used to throw for the absent exclude
+  // list's key).
+  auto bad_pattern = Parse(File("  change_stream: S\n  column_include_list: ['(']\n"));
+  ASSERT_FALSE(bad_pattern.ok());
+  EXPECT_THAT(bad_pattern.status().message(), HasSubstr("column_include_list"));
   auto forever = Parse(File("  change_stream: S\n  start_position: -inf\n"));
   ASSERT_FALSE(forever.ok());
   EXPECT_THAT(forever.status().message(), HasSubstr("start_position"));
