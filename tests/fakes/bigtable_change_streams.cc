@@ -466,6 +466,11 @@ class Service final : public v2::Bigtable::Service {
             break;
           }
         }
+        // A heartbeat is due whether or not changes are waiting (a busy stream gets them too).
+        if (absl::Now() >= next_heartbeat && !s.options.pause_heartbeats && !retired) {
+          next_heartbeat = absl::Now() + heartbeat;
+          send_heartbeat = true;
+        }
         std::int64_t from = kNoSeq;
         for (const auto& p : pieces) from = std::min(from, p.seq);
         for (std::int64_t seq = from + 1; seq <= limit && batch.size() < 64; ++seq) {
@@ -480,7 +485,9 @@ class Service final : public v2::Bigtable::Service {
         }
         chunk_bytes = s.options.max_value_chunk_bytes;
         per_message = s.options.max_chunks_per_message;
-        if (batch.empty()) {
+        if (send_heartbeat) {
+          batch.clear();  // the heartbeat first; the changes on the next turn
+        } else if (batch.empty()) {
           for (auto& p : pieces) p.seq = std::max(p.seq, limit);
           Collapse(pieces);
           // Caught up: every later change commits after both of these.
@@ -491,9 +498,6 @@ class Service final : public v2::Bigtable::Service {
           } else if (end_time && s.now() > *end_time) {
             close = Response();
             close->mutable_close_stream()->mutable_status()->set_code(grpc::StatusCode::OK);
-          } else if (absl::Now() >= next_heartbeat) {
-            next_heartbeat = absl::Now() + heartbeat;
-            send_heartbeat = !s.options.pause_heartbeats;
           } else {
             s.cv.wait_for(lock, std::chrono::milliseconds(50));
             continue;

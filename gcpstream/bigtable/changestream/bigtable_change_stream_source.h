@@ -72,14 +72,14 @@ BigtableStubFactory MakeChangeStreamStubFactory(connector::ClientOptions client)
 // undercut, so it is kept as checkpoint progress and the partitionLowWatermarkMillis gauge only;
 // bring your own WatermarkStrategy over the commit times.
 //
-// Metrics (each reader): changeStreamMutationsRead, changeStreamHeartbeatsRead,
-// changeStreamReadsStarted, activeChangeStreamReads, queuedChangeStreamPartitions,
-// queuedChangeStreamPartitionLagMillis, missedHeartbeatIntervals, changeStreamCloseStreamsRead,
-// changeStreamUserMutationsRead, changeStreamGarbageCollectionMutationsRead,
-// changeStreamMutationEntriesFiltered, changeStreamRecordsSkippedWithoutChange,
-// partitionLowWatermarkMillis, recordsSkipped; the coordinator's are listed at
-// BigtableChangeStreamEnumerator. docs/bigtable.md, "The change stream source". Immutable once
-// built; thread-safe.
+// Metrics (each reader; gauges refreshed every 200 ms): changeStreamMutationsRead,
+// changeStreamHeartbeatsRead, changeStreamReadsStarted, activeChangeStreamReads,
+// queuedChangeStreamPartitions, queuedChangeStreamPartitionLagMillis, missedHeartbeatIntervals,
+// changeStreamCloseStreamsRead, changeStreamUserMutationsRead,
+// changeStreamGarbageCollectionMutationsRead, changeStreamMutationEntriesFiltered,
+// changeStreamRecordsSkippedWithoutChange, partitionLowWatermarkMillis, recordsSkipped; the
+// coordinator's are listed at BigtableChangeStreamEnumerator. docs/bigtable.md, "The change stream
+// source". Immutable once built; thread-safe.
 template <typename T>
 class BigtableChangeStreamSource final
     : public Source<T, BigtableChangeStreamSplit, BigtableChangeStreamEnumState>,
@@ -425,8 +425,11 @@ class BigtableChangeStreamSource final
     }
 
     absl::StatusOr<InputStatus> poll_next(ReaderOutput<T>& output) override {
-      gauges_->missed_heartbeats.store(
-          static_cast<int>(streams_->longest_silence() / kChangeStreamHeartbeat));
+      const auto now = std::chrono::steady_clock::now();
+      if (now - gauges_refreshed_ >= std::chrono::milliseconds(200)) {
+        gauges_refreshed_ = now;
+        update_gauges();
+      }
       return ReaderBase::poll_next(output);
     }
 
@@ -456,6 +459,7 @@ class BigtableChangeStreamSource final
         const std::map<std::string, BigtableChangeStreamSplit>& finished) override {
       for (const auto& [id, split] : finished) {
         running_.erase(id);
+        started_at_.erase(id);
         --active_;
         if (split.closed) {
           emitter_->forget(id);
@@ -471,6 +475,7 @@ class BigtableChangeStreamSource final
       while (active_ < max_streams_ && !fifo_.empty()) {
         std::vector<BigtableChangeStreamSplit> one;
         running_.insert(fifo_.front().id);
+        started_at_[fifo_.front().id] = fifo_.front().low_watermark;
         one.push_back(std::move(fifo_.front()));
         fifo_.pop_front();
         ++active_;
@@ -485,7 +490,9 @@ class BigtableChangeStreamSource final
       return std::any_of(fifo_.begin(), fifo_.end(), [&](const auto& s) { return s.id == id; });
     }
     void update_gauges() {
-      gauges_->active.store(active_);
+      gauges_->active.store(streams_->open_calls());
+      gauges_->missed_heartbeats.store(
+          static_cast<int>(streams_->longest_silence() / kChangeStreamHeartbeat));
       gauges_->queued.store(static_cast<int>(fifo_.size()));
       std::int64_t oldest = 0;
       std::int64_t low = 0;
@@ -496,8 +503,14 @@ class BigtableChangeStreamSource final
         consider(absl::ToUnixMillis(s.low_watermark), oldest);
         consider(absl::ToUnixMillis(s.low_watermark), low);
       }
-      for (const auto& [id, t] : emitter_->low_watermarks()) {
-        if (running_.count(id) > 0) consider(absl::ToUnixMillis(t), low);
+      // A running split that emitted nothing yet is at its starting position.
+      for (const auto& id : running_) {
+        auto it = emitter_->low_watermarks().find(id);
+        if (it != emitter_->low_watermarks().end()) {
+          consider(absl::ToUnixMillis(it->second), low);
+        } else if (auto start = started_at_.find(id); start != started_at_.end()) {
+          consider(absl::ToUnixMillis(start->second), low);
+        }
       }
       gauges_->oldest_queued_ms.store(oldest);
       gauges_->low_watermark_ms.store(low);
@@ -506,7 +519,9 @@ class BigtableChangeStreamSource final
     ChangeStreamStreamReader* streams_;
     Emitter* emitter_;
     const int max_streams_;
-    std::set<std::string> running_;  // split ids handed to the fetcher
+    std::set<std::string> running_;                 // split ids handed to the fetcher
+    std::map<std::string, absl::Time> started_at_;  // their low watermark when admitted
+    std::chrono::steady_clock::time_point gauges_refreshed_;
     bool released_ = false;
     std::vector<BigtableChangeStreamSplit> held_;
     std::deque<BigtableChangeStreamSplit> fifo_;

@@ -80,6 +80,7 @@ absl::StatusOr<ChangeStreamEntry> EntryFromProto(const v2::Mutation& m) {
 
 void ChangeStreamAssembler::reset() {
   open_ = false;
+  bytes_ = 0;
   entries_.clear();
   chunked_size_.reset();
 }
@@ -91,6 +92,10 @@ absl::Status ChangeStreamAssembler::add_chunk(
     if (!c.mutation().has_set_cell()) return Protocol("a chunked mutation that is not a SetCell");
     if (info.chunked_value_offset() == 0) {
       if (chunked_size_) return Protocol("a new chunked value before the last one ended");
+      if (info.chunked_value_size() < 0 ||
+          static_cast<std::size_t>(info.chunked_value_size()) > kMaxChangeBytes) {
+        return Protocol("a chunked value announced larger than a change can be");
+      }
       GCP_ASSIGN_OR_RETURN(ChangeStreamEntry e, EntryFromProto(c.mutation()));
       entries_.push_back(std::move(e));
       chunked_size_ = info.chunked_value_size();
@@ -138,7 +143,9 @@ absl::StatusOr<std::optional<BigtableChangeStreamMutation>> ChangeStreamAssemble
     tiebreaker_ = message.tiebreaker();
   }
   for (const auto& chunk : message.chunks()) {
-    absl::Status s = add_chunk(chunk);
+    bytes_ += chunk.ByteSizeLong();
+    absl::Status s = bytes_ > kMaxChangeBytes ? Protocol("a change larger than a change can be")
+                                              : add_chunk(chunk);
     if (!s.ok()) {
       reset();
       return s;

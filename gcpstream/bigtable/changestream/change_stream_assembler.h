@@ -20,7 +20,7 @@ class ChangeStreamAssembler {
  public:
   // nullopt while the change is incomplete. INTERNAL for a stream that breaks the protocol (a
   // continuation with no change open, a chunk at the wrong offset, a value of the wrong size, a
-  // new change while a chunked value is open).
+  // new change while a chunked value is open, more than kMaxChangeBytes).
   absl::StatusOr<std::optional<BigtableChangeStreamMutation>> add(
       const google::bigtable::v2::ReadChangeStreamResponse::DataChange& message);
   // Whether a change is partly assembled (a stream that ends here lost its tail).
@@ -39,7 +39,12 @@ class ChangeStreamAssembler {
   std::vector<ChangeStreamEntry> entries_;
   // An open chunked SetCell: its total size (the value is accumulated in entries_.back()).
   std::optional<std::int64_t> chunked_size_;
+  std::size_t bytes_ = 0;  // of the change's chunks so far
 };
+
+// The largest change the assembler accepts (a Bigtable row is at most 256 MB): more is a
+// protocol violation rather than memory to spend.
+inline constexpr std::size_t kMaxChangeBytes = std::size_t{256} << 20;
 
 // One v2 Mutation as an entry; INVALID_ARGUMENT for a kind a change stream does not carry.
 absl::StatusOr<ChangeStreamEntry> EntryFromProto(const google::bigtable::v2::Mutation& m);

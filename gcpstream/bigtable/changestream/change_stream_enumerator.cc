@@ -54,6 +54,7 @@ BigtableChangeStreamEnumerator::BigtableChangeStreamEnumerator(
   }
   MetricGroup& m = context_.metric_group();
   assigned_ = &m.counter("splitsAssigned");
+  returned_ = &m.counter("splitsReturned");
   discovered_ = &m.counter("changeStreamPartitionsDiscovered");
   splits_ = &m.counter("changeStreamPartitionSplits");
   merges_ = &m.counter("changeStreamPartitionMerges");
@@ -161,6 +162,7 @@ absl::Status BigtableChangeStreamEnumerator::add_splits_back(
     std::vector<BigtableChangeStreamSplit> splits, int subtask) {
   std::vector<std::string> ids;
   for (const auto& split : splits) ids.push_back(split.id);
+  returned_->inc(static_cast<std::int64_t>(ids.size()));
   hello_.erase(subtask);  // until it says hello again
   ledger_.return_assigned(ids);
   serve();

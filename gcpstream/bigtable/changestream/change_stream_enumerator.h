@@ -29,7 +29,7 @@ absl::StatusOr<std::vector<RowKeyRange>> ListChangeStreamPartitions(
 // their stream slots and rotate through it). A CloseStream's tokens go to the successor
 // partitions, each released once its tokens cover it. With an end time, once no partition is
 // left every reader is told there are no more splits. Metrics on the coordinator's group:
-// splitsAssigned, unassignedSplits, changeStreamPartitionsDiscovered,
+// splitsAssigned, splitsReturned, unassignedSplits, changeStreamPartitionsDiscovered,
 // changeStreamPartitionSplits, changeStreamPartitionMerges,
 // unassignedChangeStreamPartitionLagMillis.
 class BigtableChangeStreamEnumerator final
@@ -70,6 +70,7 @@ class BigtableChangeStreamEnumerator final
   bool finished_ = false;
   std::map<int, std::vector<BigtableChangeStreamSplit>> hello_;
   Counter* assigned_ = nullptr;
+  Counter* returned_ = nullptr;
   Counter* discovered_ = nullptr;
   Counter* splits_ = nullptr;
   Counter* merges_ = nullptr;

@@ -13,10 +13,8 @@ ChangeStreamLedger::ChangeStreamLedger(BigtableChangeStreamEnumState state)
     if (e.subtask < 0) ready_.push_back(id);
     entries_[id] = Entry{std::move(e.split), e.subtask};
   }
-  for (auto& p : state.pending) {
-    const RowKeyRange range = p.partition;
-    pending_[range] = Pending{std::move(p), {}};
-  }
+  pool_ = std::move(state.tokens);
+  successors_ = std::move(state.successors);
 }
 
 std::string ChangeStreamLedger::new_id(const RowKeyRange& range) {
@@ -26,7 +24,8 @@ std::string ChangeStreamLedger::new_id(const RowKeyRange& range) {
 void ChangeStreamLedger::start_fresh(const std::vector<RowKeyRange>& partitions, absl::Time start) {
   entries_.clear();
   ready_.clear();
-  pending_.clear();
+  pool_.clear();
+  successors_.clear();
   for (const auto& range : partitions) {
     BigtableChangeStreamSplit split;
     split.id = new_id(range);
@@ -47,71 +46,106 @@ void ChangeStreamLedger::on_progress(const std::string& split_id,
   it->second.split.low_watermark = std::max(it->second.split.low_watermark, low_watermark);
 }
 
+namespace {
+
+bool Overlap(const RowKeyRange& a, const RowKeyRange& b) {
+  const bool a_before_b = !a.end.empty() && a.end <= b.start;
+  const bool b_before_a = !b.end.empty() && b.end <= a.start;
+  return !a_before_b && !b_before_a;
+}
+
+}  // namespace
+
 absl::StatusOr<ChangeStreamLedger::Released> ChangeStreamLedger::on_close(
     const std::string& split_id, const PartitionClose& close) {
   Released released;
   auto it = entries_.find(split_id);
   if (it == entries_.end()) return released;
-  // Every token must belong to one of the new partitions before anything changes.
-  std::vector<std::pair<PartitionToken, RowKeyRange>> placed;
+  const RowKeyRange closed = it->second.split.partition;
+  if (close.tokens.empty() != close.new_partitions.empty()) {
+    return absl::InternalError(
+        fmt::format("ReadChangeStream: partition {} closed with {} tokens and {} new partitions",
+                    FormatRowRange(closed), close.tokens.size(), close.new_partitions.size()));
+  }
+  if (!close.tokens.empty() && !TokensCover(close.tokens, closed)) {
+    return absl::InternalError(fmt::format(
+        "ReadChangeStream: partition {} closed with tokens that do not cover its range exactly; "
+        "the rest of its changes would be lost",
+        FormatRowRange(closed)));
+  }
   for (const auto& token : close.tokens) {
-    auto home = std::find_if(close.new_partitions.begin(), close.new_partitions.end(),
-                             [&](const RowKeyRange& p) { return RangeContains(p, token.range); });
-    if (home == close.new_partitions.end()) {
+    const bool placed =
+        std::any_of(close.new_partitions.begin(), close.new_partitions.end(),
+                    [&](const RowKeyRange& p) { return RangeContains(p, token.range); });
+    if (!placed) {
       return absl::InternalError(fmt::format(
           "ReadChangeStream: partition {} closed with a token for {} that lies in none of its "
           "new partitions",
-          FormatRowRange(it->second.split.partition), FormatRowRange(token.range)));
+          FormatRowRange(closed), FormatRowRange(token.range)));
     }
-    placed.emplace_back(token, *home);
   }
   const absl::Time low = std::max(close.low_watermark, it->second.split.low_watermark);
   ready_.erase(std::remove(ready_.begin(), ready_.end(), split_id), ready_.end());
   entries_.erase(it);
-  std::set<RowKeyRange> touched;
-  for (auto& [token, home] : placed) {
-    auto [p, fresh] = pending_.try_emplace(home);
-    Pending& pending = p->second;
-    if (fresh) {
-      pending.partition.partition = home;
-      pending.partition.low_watermark = low;
-    }
+  for (const auto& token : close.tokens) {
     // A piece already handed over (a parent's close replayed after a restore) stays as it was.
-    const bool overlaps = std::any_of(
-        pending.partition.tokens.begin(), pending.partition.tokens.end(), [&](const auto& t) {
-          const bool before = !t.range.end.empty() && t.range.end <= token.range.start;
-          const bool after = !token.range.end.empty() && token.range.end <= t.range.start;
-          return !before && !after;
-        });
-    if (overlaps) continue;
-    pending.partition.tokens.push_back(token);
-    pending.partition.low_watermark = std::min(pending.partition.low_watermark, low);
-    pending.parents.insert(split_id);
-    touched.insert(home);
+    const bool known = std::any_of(pool_.begin(), pool_.end(), [&](const HandedOverToken& t) {
+      return Overlap(t.token.range, token.range);
+    });
+    if (!known) pool_.push_back(HandedOverToken{token, low, split_id});
   }
-  for (const auto& range : touched) {
-    auto p = pending_.find(range);
-    if (!TokensCover(p->second.partition.tokens, range)) continue;
+  for (const auto& p : close.new_partitions) {
+    successors_.erase(std::remove(successors_.begin(), successors_.end(), p), successors_.end());
+    successors_.push_back(p);
+  }
+  release(released);
+  return released;
+}
+
+void ChangeStreamLedger::release(Released& released) {
+  // Newest first: the latest topology needs no further hand-over.
+  for (std::size_t i = successors_.size(); i-- > 0;) {
+    const RowKeyRange range = successors_[i];
+    std::vector<PartitionToken> tokens;
+    std::set<std::string> parents;
+    absl::Time low = absl::InfiniteFuture();
+    for (const auto& t : pool_) {
+      if (!RangeContains(range, t.token.range)) continue;
+      tokens.push_back(t.token);
+      parents.insert(t.parent);
+      low = std::min(low, t.low_watermark);
+    }
+    if (!TokensCover(tokens, range)) continue;
+    pool_.erase(std::remove_if(
+                    pool_.begin(), pool_.end(),
+                    [&](const HandedOverToken& t) { return RangeContains(range, t.token.range); }),
+                pool_.end());
     BigtableChangeStreamSplit split;
     split.id = new_id(range);
     split.partition = range;
-    split.tokens = std::move(p->second.partition.tokens);
+    split.tokens = std::move(tokens);
     std::sort(split.tokens.begin(), split.tokens.end(),
               [](const auto& a, const auto& b) { return a.range.start < b.range.start; });
-    split.low_watermark = p->second.partition.low_watermark;
-    split.start_time = split.low_watermark;
-    // A restored pending entry has lost its parents' names; count it as a split then.
-    if (p->second.parents.size() > 1) {
+    split.low_watermark = low;
+    split.start_time = low;
+    if (parents.size() > 1) {
       ++released.merges;
     } else {
       ++released.splits;
     }
-    pending_.erase(p);
     const std::string id = split.id;  // (the right side of = is evaluated first)
     ready_.push_back(id);
     entries_[id] = Entry{std::move(split), -1};
   }
-  return released;
+  // Successors no pooled token lies in are done, or were superseded by a newer topology.
+  successors_.erase(std::remove_if(successors_.begin(), successors_.end(),
+                                   [&](const RowKeyRange& s) {
+                                     return std::none_of(pool_.begin(), pool_.end(),
+                                                         [&](const HandedOverToken& t) {
+                                                           return RangeContains(s, t.token.range);
+                                                         });
+                                   }),
+                    successors_.end());
 }
 
 std::optional<BigtableChangeStreamSplit> ChangeStreamLedger::take_ready(int subtask) {
@@ -180,7 +214,8 @@ BigtableChangeStreamEnumState ChangeStreamLedger::state(bool started) const {
   for (const auto& [id, e] : entries_) {
     if (e.subtask >= 0) s.entries.push_back({e.split, e.subtask});
   }
-  for (const auto& [range, p] : pending_) s.pending.push_back(p.partition);
+  s.tokens = pool_;
+  s.successors = successors_;
   return s;
 }
 

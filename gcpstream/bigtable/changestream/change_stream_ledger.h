@@ -22,12 +22,18 @@ struct PartitionClose {
 };
 
 // The coordinator's account of a change stream's partitions: every partition being read or
-// waiting to be (ready, or held by a reader), and the successor partitions whose tokens are
-// still being handed over. A CloseStream hands each of its tokens to the new partition that
-// contains the token's range; a new partition is released only once its tokens tile it exactly
-// — after a split at once, after a merge only when every parent has closed — so no change in it
-// is skipped, and each piece resumes exactly where its parent stopped. Ready partitions are
-// handed out first in, first out. Not thread-safe (the coordinator thread).
+// waiting to be (ready, or held by a reader), the continuation tokens closed partitions handed
+// over, and the successor partitions their closes named. A CloseStream must hand over its whole
+// range: its tokens tile the closed partition, each inside one of the new partitions it names.
+// The tokens are pooled by key range, whichever close brought them: a successor is released as
+// soon as the pooled tokens inside it tile it exactly — after a split at once, after a merge
+// only when every parent has closed — so each piece resumes exactly where its parent stopped and
+// no change is skipped. Newer successors are tried first; a successor left with no pooled token
+// is dropped (a later close names it again if it is still needed). Pooling by range, not by the
+// successor a close named, matters when a parent closes late against a newer topology (queued,
+// or replayed after a restore): its tokens still complete whichever successor they tile, where
+// an older successor would be read and answered with OUT_OF_RANGE and the current partitions.
+// Ready partitions are handed out first in, first out. Not thread-safe (the coordinator thread).
 class ChangeStreamLedger {
  public:
   ChangeStreamLedger() = default;
@@ -45,7 +51,9 @@ class ChangeStreamLedger {
     int merges = 0;  // successors released from several parents' tokens
   };
   // `split_id` closed. A close of a partition the ledger no longer holds is ignored (a restore
-  // replayed it). INTERNAL when a token lies in none of the new partitions.
+  // replayed it). A close with no token and no new partition ends the partition (an end time was
+  // reached). INTERNAL, changing nothing, when the tokens do not tile the closed partition or a
+  // token lies in none of the new partitions.
   absl::StatusOr<Released> on_close(const std::string& split_id, const PartitionClose& close);
 
   // The oldest ready partition, now held by `subtask`; nullopt when none is ready.
@@ -60,11 +68,12 @@ class ChangeStreamLedger {
   std::set<std::string> reconcile(
       const std::map<std::string, std::pair<int, BigtableChangeStreamSplit>>& held);
 
-  // Nothing left to read and nothing pending (a bounded read is complete).
-  bool done() const { return entries_.empty() && pending_.empty(); }
+  // Nothing left to read and no token waiting (a bounded read is complete).
+  bool done() const { return entries_.empty() && pool_.empty(); }
   std::size_t ready() const { return ready_.size(); }
   std::size_t assigned() const { return entries_.size() - ready_.size(); }
-  std::size_t pending() const { return pending_.size(); }
+  // Handed-over tokens waiting for their successor to be covered.
+  std::size_t waiting_tokens() const { return pool_.size(); }
   // The smallest low watermark among ready partitions.
   std::optional<absl::Time> oldest_ready() const;
   // Partitions held by `subtask`.
@@ -76,15 +85,13 @@ class ChangeStreamLedger {
     BigtableChangeStreamSplit split;
     int subtask = -1;
   };
-  struct Pending {
-    PendingPartition partition;
-    std::set<std::string> parents;
-  };
   std::string new_id(const RowKeyRange& range);
+  void release(Released& released);
 
   std::map<std::string, Entry> entries_;  // by split id
   std::deque<std::string> ready_;
-  std::map<RowKeyRange, Pending> pending_;
+  std::vector<HandedOverToken> pool_;    // disjoint ranges
+  std::vector<RowKeyRange> successors_;  // oldest first
   std::int64_t next_id_ = 1;
 };
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 
 #include "absl/strings/escaping.h"
 #include "gcpstream/api/status_macros.h"
@@ -32,6 +34,14 @@ void AppendKey(std::string& out, const std::string& key) {
 absl::Status Corrupt(std::string_view what, std::string_view detail) {
   return absl::DataLossError(
       fmt::format("Bigtable change stream {}: corrupt state ({})", what, detail));
+}
+
+// Microseconds a protobuf Timestamp can hold (years 1 to 9999).
+absl::Status CheckMicros(std::int64_t us, std::string_view what) {
+  constexpr std::int64_t kMin = -62'135'596'800'000'000;
+  constexpr std::int64_t kMax = 253'402'300'799'999'999;
+  if (us < kMin || us > kMax) return Corrupt(what, "a time outside years 1 to 9999");
+  return absl::OkStatus();
 }
 
 json RangeJson(const RowKeyRange& r) {
@@ -108,6 +118,8 @@ absl::StatusOr<BigtableChangeStreamSplit> ParseSplit(const json& j, std::string_
   }
   GCP_ASSIGN_OR_RETURN(std::int64_t start, Int(j, "start_us", what));
   GCP_ASSIGN_OR_RETURN(std::int64_t low, Int(j, "low_watermark_us", what));
+  GCP_RETURN_IF_ERROR(CheckMicros(start, what));
+  GCP_RETURN_IF_ERROR(CheckMicros(low, what));
   s.start_time = absl::FromUnixMicros(start);
   s.low_watermark = absl::FromUnixMicros(low);
   return s;
@@ -175,18 +187,47 @@ absl::StatusOr<std::string> BigtableChangeStreamEnumStateSerializer::serialize(
   for (const auto& e : state.entries) {
     entries.push_back(json{{"split", SplitJson(e.split)}, {"subtask", e.subtask}});
   }
-  json pending = json::array();
-  for (const auto& p : state.pending) {
-    pending.push_back(json{{"partition", RangeJson(p.partition)},
-                           {"tokens", TokensJson(p.tokens)},
-                           {"low_watermark_us", absl::ToUnixMicros(p.low_watermark)}});
+  json tokens = json::array();
+  for (const auto& t : state.tokens) {
+    tokens.push_back(json{{"token", TokensJson({t.token})[0]},
+                          {"low_watermark_us", absl::ToUnixMicros(t.low_watermark)},
+                          {"parent", t.parent}});
   }
+  json successors = json::array();
+  for (const auto& r : state.successors) successors.push_back(RangeJson(r));
   return json{{"started", state.started},
               {"entries", entries},
-              {"pending", pending},
+              {"tokens", tokens},
+              {"successors", successors},
               {"next_id", state.next_id}}
       .dump();
 }
+
+namespace {
+
+// Ranges that must not overlap (live partitions; handed-over tokens).
+bool Disjoint(std::vector<RowKeyRange> ranges) {
+  std::sort(ranges.begin(), ranges.end());
+  for (std::size_t i = 1; i < ranges.size(); ++i) {
+    const auto& prev = ranges[i - 1];
+    if (prev.end.empty() || prev.end > ranges[i].start) return false;
+  }
+  return true;
+}
+
+// The number after the last '#' of a coordinator-made split id.
+std::optional<std::int64_t> IdNumber(const std::string& id) {
+  const auto hash = id.rfind('#');
+  if (hash == std::string::npos) return std::nullopt;
+  std::int64_t n = 0;
+  for (std::size_t i = hash + 1; i < id.size(); ++i) {
+    if (id[i] < '0' || id[i] > '9' || n > (std::int64_t{1} << 53)) return std::nullopt;
+    n = n * 10 + (id[i] - '0');
+  }
+  return hash + 1 < id.size() ? std::optional<std::int64_t>(n) : std::nullopt;
+}
+
+}  // namespace
 
 absl::StatusOr<BigtableChangeStreamEnumState> BigtableChangeStreamEnumStateSerializer::deserialize(
     int version, std::string_view bytes) const {
@@ -194,13 +235,16 @@ absl::StatusOr<BigtableChangeStreamEnumState> BigtableChangeStreamEnumStateSeria
   if (version != 1) return Corrupt(kWhat, fmt::format("unknown version {}", version));
   GCP_ASSIGN_OR_RETURN(json j, Parse(bytes, kWhat));
   if (!j.is_object() || !j.contains("started") || !j["started"].is_boolean() ||
-      !j.contains("entries") || !j["entries"].is_array() || !j.contains("pending") ||
-      !j["pending"].is_array()) {
+      !j.contains("entries") || !j["entries"].is_array() || !j.contains("tokens") ||
+      !j["tokens"].is_array() || !j.contains("successors") || !j["successors"].is_array()) {
     return Corrupt(kWhat, "missing fields");
   }
   BigtableChangeStreamEnumState state;
   state.started = j["started"].get<bool>();
   GCP_ASSIGN_OR_RETURN(state.next_id, Int(j, "next_id", kWhat));
+  if (state.next_id < 1) return Corrupt(kWhat, "next_id below 1");
+  std::set<std::string> ids;
+  std::vector<RowKeyRange> live;
   for (const auto& e : j["entries"]) {
     BigtableChangeStreamEnumState::Entry entry;
     if (!e.is_object() || !e.contains("split")) return Corrupt(kWhat, "an entry without a split");
@@ -208,23 +252,35 @@ absl::StatusOr<BigtableChangeStreamEnumState> BigtableChangeStreamEnumStateSeria
     GCP_ASSIGN_OR_RETURN(std::int64_t subtask, Int(e, "subtask", kWhat));
     if (subtask < -1 || subtask > 1 << 20) return Corrupt(kWhat, "subtask out of range");
     entry.subtask = static_cast<int>(subtask);
+    auto number = IdNumber(entry.split.id);
+    if (!number || *number >= state.next_id) {
+      return Corrupt(kWhat, "a split id the coordinator cannot have made");
+    }
+    if (!ids.insert(entry.split.id).second) return Corrupt(kWhat, "a split id twice");
+    live.push_back(entry.split.partition);
     state.entries.push_back(std::move(entry));
   }
-  for (const auto& p : j["pending"]) {
-    PendingPartition pending;
-    if (!p.is_object() || !p.contains("partition") || !p.contains("tokens")) {
-      return Corrupt(kWhat, "a pending partition without range or tokens");
+  if (!Disjoint(live)) return Corrupt(kWhat, "overlapping partitions");
+  std::vector<RowKeyRange> handed;
+  for (const auto& t : j["tokens"]) {
+    HandedOverToken token;
+    if (!t.is_object() || !t.contains("token") || !t.contains("parent") ||
+        !t["parent"].is_string()) {
+      return Corrupt(kWhat, "a handed-over token without token or parent");
     }
-    GCP_ASSIGN_OR_RETURN(pending.partition, ParseRange(p["partition"], kWhat));
-    GCP_ASSIGN_OR_RETURN(pending.tokens, ParseTokens(p["tokens"], kWhat));
-    for (const auto& t : pending.tokens) {
-      if (!RangeContains(pending.partition, t.range)) {
-        return Corrupt(kWhat, "a pending token outside its partition");
-      }
-    }
-    GCP_ASSIGN_OR_RETURN(std::int64_t low, Int(p, "low_watermark_us", kWhat));
-    pending.low_watermark = absl::FromUnixMicros(low);
-    state.pending.push_back(std::move(pending));
+    GCP_ASSIGN_OR_RETURN(auto parsed, ParseTokens(json::array({t["token"]}), kWhat));
+    token.token = std::move(parsed.front());
+    GCP_ASSIGN_OR_RETURN(std::int64_t low, Int(t, "low_watermark_us", kWhat));
+    GCP_RETURN_IF_ERROR(CheckMicros(low, kWhat));
+    token.low_watermark = absl::FromUnixMicros(low);
+    token.parent = t["parent"].get<std::string>();
+    handed.push_back(token.token.range);
+    state.tokens.push_back(std::move(token));
+  }
+  if (!Disjoint(handed)) return Corrupt(kWhat, "overlapping handed-over tokens");
+  for (const auto& r : j["successors"]) {
+    GCP_ASSIGN_OR_RETURN(RowKeyRange range, ParseRange(r, kWhat));
+    state.successors.push_back(std::move(range));
   }
   return state;
 }

@@ -52,12 +52,13 @@ struct BigtableChangeStreamSplit {
                          const BigtableChangeStreamSplit&) = default;
 };
 
-// A successor partition some parents handed tokens to, waiting until the tokens cover it.
-struct PendingPartition {
-  RowKeyRange partition;
-  std::vector<PartitionToken> tokens;
+// A continuation token a closed partition handed over, waiting until the tokens handed over
+// cover one of the successor partitions the closes named.
+struct HandedOverToken {
+  PartitionToken token;
   absl::Time low_watermark = absl::UnixEpoch();
-  friend bool operator==(const PendingPartition&, const PendingPartition&) = default;
+  std::string parent;  // the closed split's id
+  friend bool operator==(const HandedOverToken&, const HandedOverToken&) = default;
 };
 
 // What the coordinator checkpoints.
@@ -69,7 +70,8 @@ struct BigtableChangeStreamEnumState {
     friend bool operator==(const Entry&, const Entry&) = default;
   };
   std::vector<Entry> entries;
-  std::vector<PendingPartition> pending;
+  std::vector<HandedOverToken> tokens;  // handed over, not yet part of a released successor
+  std::vector<RowKeyRange> successors;  // named by closes, oldest first
   std::int64_t next_id = 1;
   friend bool operator==(const BigtableChangeStreamEnumState&,
                          const BigtableChangeStreamEnumState&) = default;

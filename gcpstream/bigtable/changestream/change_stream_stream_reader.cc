@@ -19,6 +19,21 @@ namespace {
 constexpr std::chrono::milliseconds kFirstBackoff{100};
 constexpr std::chrono::milliseconds kMaxBackoff{5000};
 
+// What an element holds, roughly: the handover budget's unit.
+std::size_t ElementBytes(const ChangeStreamElement& e) {
+  std::size_t n = 64;
+  if (e.mutation) {
+    n += e.mutation->row_key().size();
+    for (const auto& entry : e.mutation->entries()) {
+      n += 32 + FamilyOf(entry).size();
+      if (const std::string* q = QualifierOf(entry)) n += q->size();
+      if (const auto* set = std::get_if<SetCellEntry>(&entry)) n += set->value.size();
+    }
+  }
+  for (const auto& t : e.tokens) n += t.token.size() + t.range.start.size() + t.range.end.size();
+  return n;
+}
+
 bool Transient(absl::StatusCode code) {
   switch (code) {
     case absl::StatusCode::kUnavailable:
@@ -154,8 +169,22 @@ absl::Status ChangeStreamStreamReader::read_once(Stream& s, bool& finished, bool
     std::lock_guard lock(mu_);
     if (closing_) return absl::CancelledError("closing");
     s.context = context.get();
+    ++open_calls_;
     request = BuildReadChangeStreamRequest(request_, s.split);
   }
+  // The context dies with this call, however it ends (an exception included): nobody may cancel
+  // it afterwards.
+  struct Forget {
+    ChangeStreamStreamReader* self;
+    Stream& s;
+    ~Forget() {
+      std::lock_guard lock(self->mu_);
+      s.context = nullptr;
+      --self->open_calls_;
+    }
+  } forget{this, s};
+  const auto opened = std::chrono::steady_clock::now();
+  const auto slice = 2 * request_.heartbeat;
   reads_started_.inc();
   auto reader = stub_->ReadChangeStream(context.get(), request);
   ChangeStreamAssembler assembler;
@@ -163,8 +192,13 @@ absl::Status ChangeStreamStreamReader::read_once(Stream& s, bool& finished, bool
   bool rotated = false;
   absl::Status broken;
   auto hand_over = [&](ChangeStreamElement element) {
+    const std::size_t bytes = ElementBytes(element);
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return closing_ || s.elements.size() < kHandover; });
+    cv_.wait(lock, [&] {
+      return closing_ || (s.elements.size() < kHandover &&
+                          (buffered_bytes_ == 0 || buffered_bytes_ + bytes <= kHandoverBytes));
+    });
+    buffered_bytes_ += bytes;
     if (element.kind != ChangeStreamElement::Kind::kClose) {
       s.split.tokens = element.tokens;
       s.split.low_watermark = std::max(s.split.low_watermark, element.low_watermark);
@@ -192,17 +226,27 @@ absl::Status ChangeStreamStreamReader::read_once(Stream& s, bool& finished, bool
       e.mutation = **std::move(mutation);
       hand_over(std::move(e));
       progressed = true;
+      if (std::chrono::steady_clock::now() - opened >= slice && take_rotation()) {
+        rotated = true;
+        context->TryCancel();
+        break;
+      }
     } else if (response.has_heartbeat()) {
       const auto& beat = response.heartbeat();
       ChangeStreamElement e;
       e.kind = ChangeStreamElement::Kind::kHeartbeat;
       e.tokens.push_back(TokenFromProto(beat.continuation_token()));
+      if (e.tokens.front().range != s.split.partition) {
+        broken = absl::DataLossError(
+            "ReadChangeStream broke its protocol: a heartbeat's token is for " +
+            FormatRowRange(e.tokens.front().range) + ", not for the partition read");
+        context->TryCancel();
+        break;
+      }
       e.low_watermark = FromProto(beat.estimated_low_watermark());
       hand_over(std::move(e));
       progressed = true;
-      std::lock_guard lock(mu_);
-      if (rotations_ > 0) {
-        --rotations_;
+      if (take_rotation()) {
         rotated = true;
         context->TryCancel();
         break;
@@ -220,28 +264,42 @@ absl::Status ChangeStreamStreamReader::read_once(Stream& s, bool& finished, bool
       e.low_watermark = s.split.low_watermark;
       hand_over(std::move(e));
       finished = true;
+      context->TryCancel();  // nothing may follow a CloseStream: never wait for the server's end
       break;
     }
   }
   grpc::Status status = reader->Finish();
-  {
-    std::lock_guard lock(mu_);
-    s.context = nullptr;
-  }
   if (!broken.ok()) {
     finished = true;  // a protocol violation is not retried
     return broken;
   }
   if (finished || rotated) {
+    if (rotated) {
+      std::lock_guard lock(mu_);
+      s.rotated = true;
+    }
     finished = true;
     return absl::OkStatus();
   }
   return FromGrpc(status);
 }
 
+bool ChangeStreamStreamReader::take_rotation() {
+  std::lock_guard lock(mu_);
+  if (rotations_ <= 0) return false;
+  --rotations_;
+  ++rotating_;
+  return true;
+}
+
 void ChangeStreamStreamReader::request_rotation(int n) {
   std::lock_guard lock(mu_);
-  rotations_ = std::max(0, n);
+  rotations_ = std::max(0, n - rotating_);
+}
+
+int ChangeStreamStreamReader::open_calls() const {
+  std::lock_guard lock(mu_);
+  return open_calls_;
 }
 
 std::chrono::milliseconds ChangeStreamStreamReader::longest_silence() const {
@@ -277,12 +335,14 @@ absl::StatusOr<RecordsWithSplitIds<ChangeStreamElement>> ChangeStreamStreamReade
     woken_ = false;
     for (auto& [id, s] : streams_) {
       while (!s->elements.empty()) {
+        buffered_bytes_ -= std::min(buffered_bytes_, ElementBytes(s->elements.front()));
         batch.add(id, std::move(s->elements.front()));
         s->elements.pop_front();
       }
       if (s->done) {
         ended.push_back(s.get());
         last_message_.erase(id);
+        if (s->rotated) --rotating_;
       }
     }
   }

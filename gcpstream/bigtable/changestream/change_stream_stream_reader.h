@@ -35,21 +35,24 @@ struct ChangeStreamRequestBase {
 // at most max_concurrent_streams_per_subtask). A call has no deadline: an idle partition's
 // stream stays open for as long as it is idle, and only heartbeats show it is alive.
 //
-// A call thread reassembles DataChange messages into mutations and hands each element over,
-// holding at most kHandover elements of its partition before it waits for fetch() (gRPC flow
-// control then holds the service back). A CloseStream finishes the split. A call that fails
-// with a transient code (UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, RESOURCE_EXHAUSTED,
-// INTERNAL) or ends without a CloseStream is opened again from the last complete element's
-// token, after a backoff (100 ms doubling to 5 s; reset by progress); a partly received
-// change is dropped and comes again. Any other code fails the reader with its code.
+// A call thread reassembles DataChange messages into mutations and hands each element over. It
+// waits for fetch() while its partition has kHandover elements waiting or the subtask's
+// elements hold kHandoverBytes (one shared budget; an element is always let through when
+// nothing waits), so gRPC flow control then holds the service back. A CloseStream finishes the
+// split. A call that fails with a transient code (UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED,
+// RESOURCE_EXHAUSTED, INTERNAL) or ends without a CloseStream is opened again from the last
+// complete element's token, after a backoff (100 ms doubling to 5 s; reset by progress); a partly
+// received change is dropped and comes again. Any other code fails the reader with its code.
 //
-// Rotation: while request_rotation() credits remain, the next call to receive a heartbeat ends
-// after it and its split finishes unclosed, for the reader to queue behind the partitions
-// waiting for a slot.
+// Rotation: while request_rotation() credits remain, the next call to receive a heartbeat —
+// or a complete mutation once it has been open for two heartbeat intervals, so a busy partition
+// that sends no heartbeat makes way too — ends there and its split finishes unclosed, for the
+// reader to queue it behind the partitions waiting for a slot.
 class ChangeStreamStreamReader final
     : public SplitReader<ChangeStreamElement, BigtableChangeStreamSplit> {
  public:
   static constexpr std::size_t kHandover = 64;
+  static constexpr std::size_t kHandoverBytes = 64 << 20;
 
   ChangeStreamStreamReader(BigtableStubFactory stubs, ChangeStreamRequestBase request,
                            Counter& reads_started);
@@ -60,8 +63,11 @@ class ChangeStreamStreamReader final
   void wake_up() override;
   absl::Status close() override;
 
-  // Thread-safe: lets `n` more streams end at their next heartbeat.
+  // Thread-safe: `n` partitions wait for a slot; as many open streams (less those already
+  // rotating) may make way.
   void request_rotation(int n);
+  // Thread-safe: ReadChangeStream calls open now (not those waiting to reopen).
+  int open_calls() const;
   // Thread-safe: the longest time any open stream has gone without a message.
   std::chrono::milliseconds longest_silence() const;
 
@@ -72,10 +78,13 @@ class ChangeStreamStreamReader final
     grpc::ClientContext* context = nullptr;  // of the current call; guarded by mu_
     std::deque<ChangeStreamElement> elements;
     bool done = false;
+    bool rotated = false;
     absl::Status status;
   };
   void run(Stream& s);
   absl::Status read_once(Stream& s, bool& finished, bool& progressed);
+  // Takes one rotation credit, if any is left.
+  bool take_rotation();
   void stop_all();
 
   BigtableStubFactory stubs_;
@@ -89,7 +98,10 @@ class ChangeStreamStreamReader final
   std::condition_variable cv_;
   bool woken_ = false;
   bool closing_ = false;
-  int rotations_ = 0;
+  int rotations_ = 0;  // credits: streams that may still rotate
+  int rotating_ = 0;   // streams that rotated and were not reported finished yet
+  std::size_t buffered_bytes_ = 0;
+  int open_calls_ = 0;
   // When each open stream last received a message (longest_silence() reads it from the
   // subtask thread, so it is not kept in streams_).
   std::map<std::string, std::chrono::steady_clock::time_point> last_message_;

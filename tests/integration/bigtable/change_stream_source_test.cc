@@ -172,8 +172,9 @@ class BigtableChangeStreamSourceIT : public ::testing::Test {
   }
 
   // `n` mutations over 26 rows "a…" to "z…", with the topology changing as they are written.
-  std::map<std::string, std::int64_t> Workload(int n, const std::function<void(int)>& at = {}) {
-    std::map<std::string, std::int64_t> last;
+  // Continues from `last` (the last seq written per row), returns the new last ones.
+  std::map<std::string, std::int64_t> Workload(int n, const std::function<void(int)>& at = {},
+                                               std::map<std::string, std::int64_t> last = {}) {
     for (int i = 0; i < n; ++i) {
       const std::string row = std::string(1, static_cast<char>('a' + i % 26)) + "-row";
       const std::int64_t seq = last.count(row) ? last[row] + 1 : 0;
@@ -242,6 +243,41 @@ TEST_F(BigtableChangeStreamSourceIT, PartitionsBeyondTheStreamLimitTakeTurns) {
   // each call made way at a heartbeat.
   EXPECT_GE(result.metric("changes", "changeStreamReadsStarted"), 6)
       << "six partitions through one slot need rotations";
+}
+
+// A service that sends no heartbeat while partitions are busy: queued partitions still get their
+// turn, because an open call also makes way at a complete mutation once it has been open for
+// two heartbeat intervals.
+TEST_F(BigtableChangeStreamSourceIT, BusyPartitionsWithoutHeartbeatsStillTakeTurns) {
+  ASSERT_TRUE(fake_->repartition({"h", "q"}).ok());
+  testing::BigtableChangeStreamsFakeOptions options;
+  options.pause_heartbeats = true;
+  fake_->set_options(options);
+  auto source = Source().max_concurrent_streams_per_subtask(1).build();
+  ASSERT_TRUE(source.ok()) << source.status();
+  auto seen = std::make_shared<Seen>();
+  auto job = Job(*source, seen, 1);
+  std::map<std::string, std::int64_t> last;
+  // Every partition stays busy for about three seconds, without a heartbeat.
+  for (int round = 0; round < 60; ++round) {
+    last = Workload(26, {}, std::move(last));
+    std::this_thread::sleep_for(50ms);
+  }
+  // Meanwhile each of the three partitions had turns through the one slot.
+  {
+    std::set<std::string> rows;
+    for (const auto& [row, seq] : seen->distinct()) rows.insert(row);
+    for (const char* row : {"a-row", "h-row", "q-row"}) {
+      EXPECT_EQ(rows.count(row), 1u) << row << " never arrived while partitions were busy";
+    }
+  }
+  // An idle partition sends heartbeats again, so whatever is left arrives.
+  fake_->set_options({});
+  AwaitAll(*seen, last, 30s);
+  ExpectOrderedPerRow(*seen, /*allow_replay=*/false);
+  job->runner->cancel();
+  const auto result = job->finish();
+  EXPECT_GE(result.metric("changes", "changeStreamReadsStarted"), 3);
 }
 
 TEST_F(BigtableChangeStreamSourceIT, NothingIsLostAcrossAFailureAndARestore) {
