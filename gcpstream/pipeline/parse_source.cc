@@ -319,6 +319,9 @@ BigtableChangeStreamSourceSpec ParseBigtableChangeStreamSource(YamlMap& m) {
   if (auto start = m.optional_string("start_position")) {
     if (auto p = ParseStartPosition(m, "start_position", *start)) o.start_position = *p;
   }
+  if (auto fallback = m.optional_string("resume_fallback")) {
+    o.resume_fallback = ParseStartPosition(m, "resume_fallback", *fallback);
+  }
   if (auto end = m.optional_string("end_time")) {
     if (auto t = spanner::ParseTimestamp(*end); t.ok()) {
       o.end_time = *t;

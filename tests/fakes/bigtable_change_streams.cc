@@ -84,15 +84,22 @@ struct Piece {
   std::int64_t seq = 0;
 };
 
-std::string EncodeToken(const std::vector<Piece>& pieces) {
-  std::string out = "fk1";
+// "fk1@<µs>|<hex start>:<seq>|…": the pieces and when the position was current.
+std::string EncodeToken(const std::vector<Piece>& pieces, absl::Time at) {
+  std::string out = fmt::format("fk1@{}", absl::ToUnixMicros(at));
   for (const auto& p : pieces) out += fmt::format("|{}:{}", absl::BytesToHexString(p.start), p.seq);
   return out;
 }
 
-std::optional<std::vector<Piece>> DecodeToken(const std::string& token, const Range& range) {
+std::optional<std::vector<Piece>> DecodeToken(const std::string& token, const Range& range,
+                                              absl::Time& at) {
   std::vector<std::string> parts = absl::StrSplit(token, '|');
-  if (parts.size() < 2 || parts[0] != "fk1") return std::nullopt;
+  std::int64_t at_us = 0;
+  if (parts.size() < 2 || parts[0].rfind("fk1@", 0) != 0 ||
+      !absl::SimpleAtoi(parts[0].substr(4), &at_us)) {
+    return std::nullopt;
+  }
+  at = absl::FromUnixMicros(at_us);
   std::vector<Piece> out;
   for (std::size_t i = 1; i < parts.size(); ++i) {
     const std::size_t colon = parts[i].find(':');
@@ -157,6 +164,7 @@ struct BigtableChangeStreamsFake::State {
   std::set<std::string> tables;
   std::vector<Change> log;  // seq = index + 1
   std::vector<Epoch> epochs{Epoch{}};
+  absl::Time created = absl::Now();
   absl::Time last_commit = absl::UnixEpoch();
   std::int64_t abort_generation = 0;
   grpc::Status abort_status;
@@ -280,15 +288,24 @@ class Service final : public v2::Bigtable::Service {
 
   // The read position over `range` a request starts from. Under mu.
   grpc::Status start_position(const v2::ReadChangeStreamRequest& request, const Range& range,
-                              std::vector<Piece>& pieces) const {
+                              std::vector<Piece>& pieces, absl::Time& position_at) const {
+    position_at = state_->now();
     if (request.has_continuation_tokens()) {
       std::vector<std::pair<Range, std::vector<Piece>>> tokens;
       for (const auto& t : request.continuation_tokens().tokens()) {
         auto r = FromProto(t.partition());
-        auto p = r ? DecodeToken(t.token(), *r) : std::nullopt;
+        absl::Time at_time;
+        auto p = r ? DecodeToken(t.token(), *r, at_time) : std::nullopt;
         if (!p) {
           return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "invalid continuation token");
         }
+        // A position older than the retention cannot be read from any more.
+        if (at_time < state_->now() - state_->options.retention) {
+          return grpc::Status(grpc::StatusCode::OUT_OF_RANGE,
+                              "the continuation token's position is older than the change "
+                              "stream retention period");
+        }
+        position_at = std::min(position_at, at_time);
         tokens.emplace_back(*r, *std::move(p));
       }
       std::sort(tokens.begin(), tokens.end(),
@@ -321,6 +338,7 @@ class Service final : public v2::Bigtable::Service {
       if (start > now) {
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "start_time is in the future");
       }
+      position_at = start;
       // Inclusive: every change committed at or after `start`.
       auto it = std::lower_bound(state_->log.begin(), state_->log.end(), start,
                                  [](const auto& c, absl::Time t) { return c.commit < t; });
@@ -331,17 +349,18 @@ class Service final : public v2::Bigtable::Service {
   }
 
   static void add_token(Response::CloseStream& close, const Range& r,
-                        const std::vector<Piece>& pieces) {
+                        const std::vector<Piece>& pieces, absl::Time at) {
     auto* t = close.add_continuation_tokens();
     *t->mutable_partition() = ToProto(r);
     std::vector<Piece> clipped = Clip(pieces, r);
     Collapse(clipped);
-    t->set_token(EncodeToken(clipped));
+    t->set_token(EncodeToken(clipped, at));
   }
 
   // The CloseStream handing `range` (read up to `pieces`) over to `partitions`.
   static Response Handover(const Range& range, const std::vector<Piece>& pieces,
-                           const std::vector<Range>& partitions, grpc::StatusCode code) {
+                           const std::vector<Range>& partitions, grpc::StatusCode code,
+                           absl::Time at) {
     Response r;
     auto* close = r.mutable_close_stream();
     close->mutable_status()->set_code(code);
@@ -351,7 +370,7 @@ class Service final : public v2::Bigtable::Service {
     for (const auto& q : partitions) {
       auto o = Overlap(range, q);
       if (!o) continue;
-      add_token(*close, *o, pieces);
+      add_token(*close, *o, pieces, at);
       *close->add_new_partitions() = ToProto(q);
     }
     return r;
@@ -431,10 +450,13 @@ class Service final : public v2::Bigtable::Service {
     {
       std::lock_guard lock(state_->mu);
       if (grpc::Status s = check_table(table); !s.ok()) return s;
-      if (grpc::Status s = start_position(request, *range, pieces); !s.ok()) return s;
+      absl::Time position_at;
+      if (grpc::Status s = start_position(request, *range, pieces, position_at); !s.ok()) {
+        return s;
+      }
       const auto current = state_->current();
       if (std::find(current.begin(), current.end(), *range) == current.end()) {
-        Response r = Handover(*range, pieces, current, grpc::StatusCode::OUT_OF_RANGE);
+        Response r = Handover(*range, pieces, current, grpc::StatusCode::OUT_OF_RANGE, position_at);
         writer->Write(r);
         return grpc::Status::OK;
       }
@@ -494,7 +516,7 @@ class Service final : public v2::Bigtable::Service {
           if (!retired) low_watermark = std::max({low_watermark, s.now(), s.last_commit});
           if (retired) {
             close = Handover(*range, pieces, Partitions(s.epochs[*retired].boundaries),
-                             grpc::StatusCode::OK);
+                             grpc::StatusCode::OK, s.now());
           } else if (end_time && s.now() > *end_time) {
             close = Response();
             close->mutable_close_stream()->mutable_status()->set_code(grpc::StatusCode::OK);
@@ -514,7 +536,7 @@ class Service final : public v2::Bigtable::Service {
         Response r;
         auto* beat = r.mutable_heartbeat();
         *beat->mutable_continuation_token()->mutable_partition() = ToProto(*range);
-        beat->mutable_continuation_token()->set_token(EncodeToken(pieces));
+        beat->mutable_continuation_token()->set_token(EncodeToken(pieces, low_watermark));
         *beat->mutable_estimated_low_watermark() = ToProto(low_watermark);
         if (!writer->Write(r)) return grpc::Status::CANCELLED;
         continue;
@@ -540,7 +562,7 @@ class Service final : public v2::Bigtable::Service {
         low_watermark = std::max(low_watermark, c.commit);
         auto* last = msgs.back().mutable_data_change();
         last->set_done(true);
-        last->set_token(EncodeToken(pieces));
+        last->set_token(EncodeToken(pieces, c.commit));
         *last->mutable_estimated_low_watermark() = ToProto(low_watermark);
         for (const auto& m : msgs) {
           if (!writer->Write(m)) return grpc::Status::CANCELLED;
@@ -552,6 +574,29 @@ class Service final : public v2::Bigtable::Service {
   std::shared_ptr<BigtableChangeStreamsFake::State> state_;
 };
 
+// The table admin's GetTable: the change stream's retention (Table.change_stream_config).
+class AdminService final : public google::bigtable::admin::v2::BigtableTableAdmin::Service {
+ public:
+  explicit AdminService(std::shared_ptr<BigtableChangeStreamsFake::State> state)
+      : state_(std::move(state)) {}
+
+  grpc::Status GetTable(grpc::ServerContext*,
+                        const google::bigtable::admin::v2::GetTableRequest* request,
+                        google::bigtable::admin::v2::Table* table) override {
+    std::lock_guard lock(state_->mu);
+    if (state_->tables.count(request->name()) == 0) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "Table not found: " + request->name());
+    }
+    table->set_name(request->name());
+    *table->mutable_change_stream_config()->mutable_retention_period() =
+        TimeUtil::MicrosecondsToDuration(absl::ToInt64Microseconds(state_->options.retention));
+    return grpc::Status::OK;
+  }
+
+ private:
+  std::shared_ptr<BigtableChangeStreamsFake::State> state_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BigtableChangeStreamsFake>> BigtableChangeStreamsFake::Start(
@@ -559,12 +604,15 @@ absl::StatusOr<std::unique_ptr<BigtableChangeStreamsFake>> BigtableChangeStreams
   std::unique_ptr<BigtableChangeStreamsFake> fake(new BigtableChangeStreamsFake());
   fake->state_ = std::make_shared<State>();
   fake->state_->options = std::move(options);
+  fake->state_->created = fake->state_->now();
   fake->service_ = std::make_unique<Service>(fake->state_);
+  fake->admin_ = std::make_unique<AdminService>(fake->state_);
   grpc::ServerBuilder builder;
   int bound = 0;
   builder.AddListeningPort(fmt::format("{}:{}", host, port), grpc::InsecureServerCredentials(),
                            &bound);
   builder.RegisterService(fake->service_.get());
+  builder.RegisterService(fake->admin_.get());
   builder.SetMaxReceiveMessageSize(256 << 20);
   fake->server_ = builder.BuildAndStart();
   if (!fake->server_ || bound == 0) {

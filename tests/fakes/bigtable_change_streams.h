@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
 
 namespace gcpstream::testing {
@@ -61,7 +62,12 @@ struct BigtableChangeStreamsFakeOptions {
 //    the new partitions overlapping it, after every change committed before the repartition. A
 //    read of a partition that no longer exists gets a CloseStream with OUT_OF_RANGE, the new
 //    partitions and the tokens for them;
-//  - end_time: the stream ends with a CloseStream (OK, no tokens) once it has passed it.
+//  - end_time: the stream ends with a CloseStream (OK, no tokens) once it has passed it;
+//  - retention (BigtableChangeStreamsFakeOptions::retention): a start time older than it answers
+//    INVALID_ARGUMENT (the reference: "must be within the change stream retention period"); a
+//    token whose position is older answers OUT_OF_RANGE (the reference does not name the code:
+//    this is the fake's choice);
+//  - BigtableTableAdmin.GetTable reports the retention in Table.change_stream_config.
 // Tokens are opaque strings of this fake. Thread-safe.
 class BigtableChangeStreamsFake {
  public:
@@ -107,6 +113,7 @@ class BigtableChangeStreamsFake {
   BigtableChangeStreamsFake() = default;
   std::shared_ptr<State> state_;
   std::unique_ptr<grpc::Service> service_;
+  std::unique_ptr<grpc::Service> admin_;
   std::unique_ptr<grpc::Server> server_;
   std::string endpoint_;
 };

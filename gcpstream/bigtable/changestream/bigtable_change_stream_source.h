@@ -41,8 +41,10 @@ template <typename T>
 using ChangeStreamMutationDeserializer =
     std::function<absl::Status(const BigtableChangeStreamMutation& mutation, Collector<T>& out)>;
 
-// The channel and stub every change-stream call of a source uses.
+// The channel and stub every change-stream call of a source uses, and the table admin stub its
+// coordinator reads the retention with.
 BigtableStubFactory MakeChangeStreamStubFactory(connector::ClientOptions client);
+BigtableAdminStubFactory MakeChangeStreamAdminStubFactory(connector::ClientOptions client);
 
 // Reads a Bigtable table's change stream (ReadChangeStream): unbounded, or bounded by an end
 // time.
@@ -64,8 +66,9 @@ BigtableStubFactory MakeChangeStreamStubFactory(connector::ClientOptions client)
 // call ends at its next heartbeat (every 5 s) and goes to the back of the queue.
 //
 // Delivery: at least once. A restore resumes every partition at its checkpointed token; the
-// mutations between that token and the failure come again. Within a partition the service's
-// commit order is kept; partitions have no order between them.
+// mutations between that token and the failure come again. A position that fell out of the
+// table's change stream retention fails the restore unless resume_fallback is set. Within a
+// partition the service's commit order is kept; partitions have no order between them.
 //
 // Event time: each record carries its mutation's commit time (ms). The source emits no
 // watermark of its own: the service's low watermark is an estimate that a later mutation may
@@ -108,6 +111,12 @@ class BigtableChangeStreamSource final
       options_.end_time = end;
       return *this;
     }
+    // Where restored partitions whose position fell out of the retention start over (see
+    // BigtableChangeStreamOptions::resume_fallback). Unset: such a restore fails.
+    Builder& resume_fallback(connector::StartPosition position) {
+      options_.resume_fallback = std::move(position);
+      return *this;
+    }
     Builder& max_concurrent_streams_per_subtask(int n) {
       options_.max_concurrent_streams_per_subtask = n;
       return *this;
@@ -137,6 +146,16 @@ class BigtableChangeStreamSource final
     // Tests: the stub every coordinator and reader uses instead of a gRPC channel.
     Builder& stub_factory(BigtableStubFactory stubs) {
       stubs_ = std::move(stubs);
+      return *this;
+    }
+    // Tests: the table admin stub the coordinator reads the retention with.
+    Builder& admin_stub_factory(BigtableAdminStubFactory admin) {
+      admin_ = std::move(admin);
+      return *this;
+    }
+    // Tests: the coordinator's clock (start positions, the retention check).
+    Builder& clock(BigtableChangeStreamEnumerator::Clock clock) {
+      clock_ = std::move(clock);
       return *this;
     }
     // Tests: the heartbeat every call asks for (5 s otherwise; not a user option).
@@ -180,6 +199,8 @@ class BigtableChangeStreamSource final
     BigtableChangeStreamOptions options_;
     connector::ClientOptions client_;
     BigtableStubFactory stubs_;
+    BigtableAdminStubFactory admin_;
+    BigtableChangeStreamEnumerator::Clock clock_;
     std::chrono::milliseconds heartbeat_ = kChangeStreamHeartbeat;
     absl::Status error_;
   };
@@ -195,13 +216,13 @@ class BigtableChangeStreamSource final
   absl::StatusOr<EnumeratorPtr> create_enumerator(
       SplitEnumeratorContext<BigtableChangeStreamSplit>& context) const override {
     return EnumeratorPtr(std::make_unique<BigtableChangeStreamEnumerator>(
-        context, stubs_, request_, b_.options_, std::nullopt));
+        context, stubs_, admin_, request_, b_.options_, std::nullopt, b_.clock_));
   }
   absl::StatusOr<EnumeratorPtr> restore_enumerator(
       SplitEnumeratorContext<BigtableChangeStreamSplit>& context,
       BigtableChangeStreamEnumState state) const override {
     return EnumeratorPtr(std::make_unique<BigtableChangeStreamEnumerator>(
-        context, stubs_, request_, b_.options_, std::move(state)));
+        context, stubs_, admin_, request_, b_.options_, std::move(state), b_.clock_));
   }
   absl::StatusOr<std::unique_ptr<SourceReader<T, BigtableChangeStreamSplit>>> create_reader(
       SourceReaderContext& context) const override {
@@ -536,6 +557,7 @@ class BigtableChangeStreamSource final
   BigtableChangeStreamSource(Builder b, std::shared_ptr<const ChangeStreamEntryFilter> filter)
       : b_(std::move(b)), filter_(std::move(filter)) {
     stubs_ = b_.stubs_ ? b_.stubs_ : MakeChangeStreamStubFactory(b_.client_);
+    admin_ = b_.admin_ ? b_.admin_ : MakeChangeStreamAdminStubFactory(b_.client_);
     request_.table_name = b_.table_->resource_name();
     request_.app_profile_id = b_.app_profile_;
     request_.end_time = b_.options_.end_time;
@@ -545,6 +567,7 @@ class BigtableChangeStreamSource final
   Builder b_;
   std::shared_ptr<const ChangeStreamEntryFilter> filter_;
   BigtableStubFactory stubs_;
+  BigtableAdminStubFactory admin_;
   ChangeStreamRequestBase request_;
   BigtableChangeStreamSplitSerializer split_serializer_;
   BigtableChangeStreamEnumStateSerializer state_serializer_;

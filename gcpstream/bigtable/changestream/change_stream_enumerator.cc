@@ -1,5 +1,6 @@
 #include "gcpstream/bigtable/changestream/change_stream_enumerator.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -11,6 +12,33 @@
 namespace gcpstream::bigtable {
 
 namespace v2 = google::bigtable::v2;
+
+absl::StatusOr<absl::Duration> ReadChangeStreamRetention(
+    google::bigtable::admin::v2::BigtableTableAdmin::StubInterface& admin,
+    const std::string& table_name) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  google::bigtable::admin::v2::GetTableRequest request;
+  request.set_name(table_name);
+  request.set_view(google::bigtable::admin::v2::Table::FULL);
+  google::bigtable::admin::v2::Table table;
+  grpc::Status status = admin.GetTable(&context, request, &table);
+  if (!status.ok()) {
+    absl::Status s = FromGrpc(status);
+    return absl::Status(s.code(),
+                        "BigtableChangeStreamSource: reading the change stream "
+                        "configuration of " +
+                            table_name + " failed: " + std::string(s.message()));
+  }
+  if (!table.has_change_stream_config()) {
+    return absl::FailedPreconditionError(
+        "BigtableChangeStreamSource: change streams are not "
+        "enabled on " +
+        table_name);
+  }
+  const auto& d = table.change_stream_config().retention_period();
+  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
+}
 
 absl::StatusOr<std::vector<RowKeyRange>> ListChangeStreamPartitions(
     v2::Bigtable::StubInterface& stub, const std::string& table_name,
@@ -41,17 +69,17 @@ absl::StatusOr<std::vector<RowKeyRange>> ListChangeStreamPartitions(
 
 BigtableChangeStreamEnumerator::BigtableChangeStreamEnumerator(
     SplitEnumeratorContext<BigtableChangeStreamSplit>& context, BigtableStubFactory stubs,
-    ChangeStreamRequestBase request, BigtableChangeStreamOptions options,
-    std::optional<BigtableChangeStreamEnumState> restored, Clock now)
+    BigtableAdminStubFactory admin, ChangeStreamRequestBase request,
+    BigtableChangeStreamOptions options, std::optional<BigtableChangeStreamEnumState> restored,
+    Clock now)
     : context_(context),
       stubs_(std::move(stubs)),
+      admin_(std::move(admin)),
       request_(std::move(request)),
       options_(std::move(options)),
-      now_(now ? std::move(now) : Clock([] { return absl::Now(); })) {
-  if (restored && restored->started) {
-    started_ = true;
-    ledger_ = ChangeStreamLedger(*std::move(restored));
-  }
+      now_(now ? std::move(now) : Clock([] { return absl::Now(); })),
+      restored_(restored && restored->started) {
+  if (restored_) ledger_ = ChangeStreamLedger(*std::move(restored));
   MetricGroup& m = context_.metric_group();
   assigned_ = &m.counter("splitsAssigned");
   returned_ = &m.counter("splitsReturned");
@@ -68,58 +96,97 @@ BigtableChangeStreamEnumerator::BigtableChangeStreamEnumerator(
 }
 
 absl::Status BigtableChangeStreamEnumerator::start() {
-  if (started_) return absl::OkStatus();
-  context_.template call_async<absl::StatusOr<std::vector<RowKeyRange>>>(
-      [stubs = stubs_, request = request_]() -> absl::StatusOr<std::vector<RowKeyRange>> {
-        GCP_ASSIGN_OR_RETURN(auto stub, stubs());
-        return ListChangeStreamPartitions(*stub, request.table_name, request.app_profile_id);
+  context_.template call_async<absl::StatusOr<Metadata>>(
+      [stubs = stubs_, admin = admin_, request = request_,
+       fresh = !restored_]() -> absl::StatusOr<Metadata> {
+        Metadata out;
+        GCP_ASSIGN_OR_RETURN(auto admin_stub, admin());
+        GCP_ASSIGN_OR_RETURN(out.retention,
+                             ReadChangeStreamRetention(*admin_stub, request.table_name));
+        if (fresh) {
+          GCP_ASSIGN_OR_RETURN(auto stub, stubs());
+          GCP_ASSIGN_OR_RETURN(out.partitions, ListChangeStreamPartitions(*stub, request.table_name,
+                                                                          request.app_profile_id));
+        }
+        return out;
       },
-      [this](absl::StatusOr<std::vector<RowKeyRange>> partitions) {
-        on_partitions(std::move(partitions));
-      });
+      [this](absl::StatusOr<Metadata> metadata) { on_metadata(std::move(metadata)); });
   return absl::OkStatus();
 }
 
-void BigtableChangeStreamEnumerator::on_partitions(
-    absl::StatusOr<std::vector<RowKeyRange>> partitions) {
-  if (!partitions.ok()) {
-    context_.fail_job(partitions.status());
+void BigtableChangeStreamEnumerator::on_metadata(absl::StatusOr<Metadata> metadata) {
+  if (!metadata.ok()) {
+    context_.fail_job(metadata.status());
     return;
   }
-  const absl::Time start = options_.start_position.resolve(now_());
-  spdlog::info(
-      "BigtableChangeStreamSource: {} has {} change stream partitions; reading from {} "
-      "({})",
-      request_.table_name, partitions->size(),
-      absl::FormatTime(absl::RFC3339_full, start, absl::UTCTimeZone()),
-      options_.start_position.describe());
-  ledger_.start_fresh(*partitions, start);
-  discovered_->inc(static_cast<std::int64_t>(partitions->size()));
+  retention_ = metadata->retention;
+  if (!restored_) {
+    const absl::Time start = options_.start_position.resolve(now_());
+    spdlog::info(
+        "BigtableChangeStreamSource: {} has {} change stream partitions and a retention of {}; "
+        "reading from {} ({})",
+        request_.table_name, metadata->partitions.size(), absl::FormatDuration(*retention_),
+        absl::FormatTime(absl::RFC3339_full, start, absl::UTCTimeZone()),
+        options_.start_position.describe());
+    ledger_.start_fresh(metadata->partitions, start);
+    discovered_->inc(static_cast<std::int64_t>(metadata->partitions.size()));
+  }
   started_ = true;
   maybe_release();
+}
+
+bool BigtableChangeStreamEnumerator::check_retention(std::set<std::string>& drop) {
+  // One minute of margin: a position that close to the edge may expire before its stream opens.
+  const absl::Time now = now_();
+  const absl::Time cutoff = now - *retention_ + absl::Minutes(1);
+  auto oldest = ledger_.oldest_position();
+  if (!oldest || oldest->second >= cutoff) return true;
+  const std::string where = fmt::format(
+      "partition {} was checkpointed at {}, outside the change stream retention of {} of {}",
+      FormatRowRange(oldest->first),
+      absl::FormatTime(absl::RFC3339_full, oldest->second, absl::UTCTimeZone()),
+      absl::FormatDuration(*retention_), request_.table_name);
+  if (!options_.resume_fallback) {
+    context_.fail_job(absl::FailedPreconditionError(fmt::format(
+        "BigtableChangeStreamSource: cannot restore: {} (the changes since are no longer "
+        "kept). Set resume_fallback to restart expired partitions without their tokens, "
+        "accepting the gap",
+        where)));
+    return false;
+  }
+  const absl::Time restart = options_.resume_fallback->resolve(now);
+  const std::set<std::string> replaced = ledger_.restart_expired(cutoff, restart);
+  drop.insert(replaced.begin(), replaced.end());
+  spdlog::warn(
+      "BigtableChangeStreamSource: {}; resume_fallback ({}) restarts every expired partition "
+      "and handed-over token at {} without its token: the changes before are not read",
+      where, options_.resume_fallback->describe(),
+      absl::FormatTime(absl::RFC3339_full, restart, absl::UTCTimeZone()));
+  return true;
 }
 
 absl::Status BigtableChangeStreamEnumerator::add_reader(int) { return absl::OkStatus(); }
 
 void BigtableChangeStreamEnumerator::maybe_release() {
-  if (released_ || !started_) return;
+  if (released_ || !started_ || !retention_) return;
   if (static_cast<int>(hello_.size()) < context_.current_parallelism()) return;
   std::map<std::string, std::pair<int, BigtableChangeStreamSplit>> held;
   for (const auto& [subtask, splits] : hello_) {
     for (const auto& split : splits) held[split.id] = {subtask, split};
   }
-  const std::set<std::string> unknown = ledger_.reconcile(held);
-  if (!unknown.empty()) {
+  std::set<std::string> drop = ledger_.reconcile(held);
+  if (!drop.empty()) {
     spdlog::info(
         "BigtableChangeStreamSource: {} restored partition reads closed before the "
         "coordinator's checkpoint; their successors are read instead",
-        unknown.size());
+        drop.size());
   }
+  if (restored_ && !check_retention(drop)) return;
   released_ = true;
   for (const auto& [subtask, splits] : hello_) {
     auto release = std::make_shared<BigtableChangeStreamRelease>();
     for (const auto& split : splits) {
-      if (unknown.count(split.id) > 0) release->drop.insert(split.id);
+      if (drop.count(split.id) > 0) release->drop.insert(split.id);
     }
     context_.send_event_to_source_reader(subtask, release);
   }

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "gcpstream/api/split_enumerator.h"
@@ -13,18 +14,32 @@
 #include "gcpstream/bigtable/changestream/change_stream_options.h"
 #include "gcpstream/bigtable/changestream/change_stream_split.h"
 #include "gcpstream/bigtable/changestream/change_stream_stream_reader.h"
+#include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
 
 namespace gcpstream::bigtable {
+
+using BigtableAdminStubFactory = std::function<absl::StatusOr<
+    std::shared_ptr<google::bigtable::admin::v2::BigtableTableAdmin::StubInterface>>()>;
+
+// The change stream retention of a table (GetTable, Table.change_stream_config).
+// FAILED_PRECONDITION when the table has no change stream; the call's code otherwise.
+absl::StatusOr<absl::Duration> ReadChangeStreamRetention(
+    google::bigtable::admin::v2::BigtableTableAdmin::StubInterface& admin,
+    const std::string& table_name);
 
 // Lists a table's current change-stream partitions (GenerateInitialChangeStreamPartitions).
 absl::StatusOr<std::vector<RowKeyRange>> ListChangeStreamPartitions(
     google::bigtable::v2::Bigtable::StubInterface& stub, const std::string& table_name,
     const std::string& app_profile_id);
 
-// The coordinator of BigtableChangeStreamSource. Fresh, it lists the initial partitions on a
-// worker thread and starts each at the start position; restored, it takes the checkpointed
+// The coordinator of BigtableChangeStreamSource. On a worker thread it reads the table's change
+// stream retention (failing the job when change streams are not enabled) and, fresh, lists the
+// initial partitions, each started at the start position; restored, it takes the checkpointed
 // ledger. Once every reader said which splits it restored, it reconciles (ChangeStreamLedger::
-// reconcile) and releases the readers, so no restored stream opens before that. Every ready
+// reconcile) and, restored, checks every position against the retention (less a one-minute
+// margin): an expired one fails the job with FAILED_PRECONDITION unless resume_fallback is set,
+// which restarts the expired partitions and tokens there without their tokens (a WARN says what
+// is skipped). Only then are the readers released, so no restored stream opens before. Every ready
 // partition is assigned at once to the reader holding the fewest (readers queue what exceeds
 // their stream slots and rotate through it). A CloseStream's tokens go to the successor
 // partitions, each released once its tokens cover it. With an end time, once no partition is
@@ -37,7 +52,8 @@ class BigtableChangeStreamEnumerator final
  public:
   using Clock = std::function<absl::Time()>;
   BigtableChangeStreamEnumerator(SplitEnumeratorContext<BigtableChangeStreamSplit>& context,
-                                 BigtableStubFactory stubs, ChangeStreamRequestBase request,
+                                 BigtableStubFactory stubs, BigtableAdminStubFactory admin,
+                                 ChangeStreamRequestBase request,
                                  BigtableChangeStreamOptions options,
                                  std::optional<BigtableChangeStreamEnumState> restored,
                                  Clock now = nullptr);
@@ -53,7 +69,13 @@ class BigtableChangeStreamEnumerator final
   bool released() const { return released_; }
 
  private:
-  void on_partitions(absl::StatusOr<std::vector<RowKeyRange>> partitions);
+  struct Metadata {
+    absl::Duration retention;
+    std::vector<RowKeyRange> partitions;  // fresh only
+  };
+  void on_metadata(absl::StatusOr<Metadata> metadata);
+  // Restored: applies the retention check; false when it failed the job.
+  bool check_retention(std::set<std::string>& drop);
   void maybe_release();
   void serve();
   void maybe_finish();
@@ -61,11 +83,14 @@ class BigtableChangeStreamEnumerator final
 
   SplitEnumeratorContext<BigtableChangeStreamSplit>& context_;
   BigtableStubFactory stubs_;
+  BigtableAdminStubFactory admin_;
   const ChangeStreamRequestBase request_;
   const BigtableChangeStreamOptions options_;
   Clock now_;
   ChangeStreamLedger ledger_;
   bool started_ = false;
+  const bool restored_;
+  std::optional<absl::Duration> retention_;
   bool released_ = false;
   bool finished_ = false;
   std::map<int, std::vector<BigtableChangeStreamSplit>> hello_;

@@ -21,21 +21,67 @@ std::string ChangeStreamLedger::new_id(const RowKeyRange& range) {
   return fmt::format("{}#{}", FormatRowRange(range), next_id_++);
 }
 
+void ChangeStreamLedger::add_ready(const RowKeyRange& range, absl::Time start) {
+  BigtableChangeStreamSplit split;
+  split.id = new_id(range);
+  split.partition = range;
+  split.start_time = start;
+  split.low_watermark = start;
+  const std::string id = split.id;  // (the right side of = is evaluated first)
+  ready_.push_back(id);
+  entries_[id] = Entry{std::move(split), -1};
+}
+
 void ChangeStreamLedger::start_fresh(const std::vector<RowKeyRange>& partitions, absl::Time start) {
   entries_.clear();
   ready_.clear();
   pool_.clear();
   successors_.clear();
-  for (const auto& range : partitions) {
-    BigtableChangeStreamSplit split;
-    split.id = new_id(range);
-    split.partition = range;
-    split.start_time = start;
-    split.low_watermark = start;
-    const std::string id = split.id;  // (the right side of = is evaluated first)
-    ready_.push_back(id);
-    entries_[id] = Entry{std::move(split), -1};
+  for (const auto& range : partitions) add_ready(range, start);
+}
+
+namespace {
+absl::Time PositionOf(const BigtableChangeStreamSplit& s) {
+  return s.tokens.empty() ? s.start_time : s.low_watermark;
+}
+}  // namespace
+
+std::optional<std::pair<RowKeyRange, absl::Time>> ChangeStreamLedger::oldest_position() const {
+  std::optional<std::pair<RowKeyRange, absl::Time>> oldest;
+  auto consider = [&](const RowKeyRange& r, absl::Time t) {
+    if (!oldest || t < oldest->second) oldest = std::make_pair(r, t);
+  };
+  for (const auto& [id, e] : entries_) consider(e.split.partition, PositionOf(e.split));
+  for (const auto& t : pool_) consider(t.token.range, t.low_watermark);
+  return oldest;
+}
+
+std::set<std::string> ChangeStreamLedger::restart_expired(absl::Time cutoff,
+                                                          absl::Time restart_at) {
+  std::set<std::string> replaced;
+  std::vector<RowKeyRange> restart;
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (PositionOf(it->second.split) >= cutoff) {
+      ++it;
+      continue;
+    }
+    replaced.insert(it->first);
+    restart.push_back(it->second.split.partition);
+    ready_.erase(std::remove(ready_.begin(), ready_.end(), it->first), ready_.end());
+    it = entries_.erase(it);
   }
+  for (auto it = pool_.begin(); it != pool_.end();) {
+    if (it->low_watermark >= cutoff) {
+      ++it;
+      continue;
+    }
+    restart.push_back(it->token.range);
+    it = pool_.erase(it);
+  }
+  for (const auto& range : restart) add_ready(range, restart_at);
+  Released ignored;
+  release(ignored);  // drops successors no token waits for any more
+  return replaced;
 }
 
 void ChangeStreamLedger::on_progress(const std::string& split_id,

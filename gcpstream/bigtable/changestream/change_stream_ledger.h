@@ -74,6 +74,14 @@ class ChangeStreamLedger {
   std::size_t assigned() const { return entries_.size() - ready_.size(); }
   // Handed-over tokens waiting for their successor to be covered.
   std::size_t waiting_tokens() const { return pool_.size(); }
+  // The oldest position (a partition's low watermark, or its start time before its first token;
+  // a handed-over token's low watermark) and where it is; nullopt when there is none.
+  std::optional<std::pair<RowKeyRange, absl::Time>> oldest_position() const;
+  // Everything positioned before `cutoff` starts over at `restart_at` without tokens: each such
+  // partition becomes a new split (a new id), each such handed-over token a split over its range
+  // (read from a time, a range that no longer is a partition is answered with the current ones).
+  // Returns the ids replaced (readers holding them must drop them).
+  std::set<std::string> restart_expired(absl::Time cutoff, absl::Time restart_at);
   // The smallest low watermark among ready partitions.
   std::optional<absl::Time> oldest_ready() const;
   // Partitions held by `subtask`.
@@ -86,6 +94,7 @@ class ChangeStreamLedger {
     int subtask = -1;
   };
   std::string new_id(const RowKeyRange& range);
+  void add_ready(const RowKeyRange& range, absl::Time start);
   void release(Released& released);
 
   std::map<std::string, Entry> entries_;  // by split id

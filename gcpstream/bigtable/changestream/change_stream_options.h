@@ -33,6 +33,10 @@ struct ChangeStreamEntryFilterOptions {
 struct BigtableChangeStreamOptions {
   // Used only by a fresh job; a restore resumes from the checkpointed tokens.
   connector::StartPosition start_position = connector::StartPosition::latest();
+  // Where a restored partition whose checkpointed position fell out of the table's change
+  // stream retention starts over, without its stale token. Unset: such a restore fails (the
+  // changes between are gone, and the job says so instead of skipping them silently).
+  std::optional<connector::StartPosition> resume_fallback;
   // Stop at this commit time: the source becomes bounded and finishes when every partition has
   // passed it. Unset: it runs for ever.
   std::optional<absl::Time> end_time;

@@ -398,6 +398,84 @@ TEST_F(BigtableChangeStreamSourceIT, AnEndTimeMakesTheSourceBoundedAndItFinishes
   }
 }
 
+// A restore whose checkpointed positions fell out of the table's change stream retention (the
+// clocks of the fake and the coordinator jump two hours past a one-hour retention while the job
+// runs) fails with FAILED_PRECONDITION naming resume_fallback; with resume_fallback the job
+// starts the partitions over there, and what is written afterwards arrives.
+TEST_F(BigtableChangeStreamSourceIT, ARestoreOutsideTheRetentionFailsUnlessResumeFallbackIsSet) {
+  for (bool fallback : {false, true}) {
+    SCOPED_TRACE(fallback ? "resume_fallback" : "no fallback");
+    SetUp();
+    auto offset = std::make_shared<std::atomic<std::int64_t>>(0);  // seconds ahead
+    auto clock = [offset] { return absl::Now() + absl::Seconds(offset->load()); };
+    testing::BigtableChangeStreamsFakeOptions options;
+    options.retention = absl::Hours(1);
+    options.clock = clock;
+    fake_->set_options(options);
+    auto builder = Source().clock(clock);
+    if (fallback) builder.resume_fallback(connector::StartPosition::latest());
+    auto source = builder.build();
+    ASSERT_TRUE(source.ok()) << source.status();
+    auto seen = std::make_shared<Seen>();
+    auto fail = std::make_shared<std::atomic<bool>>(false);
+    auto job = Job(
+        *source, seen, 1,
+        [](StreamExecutionEnvironment& env) {
+          env.config().restart_strategy.kind = runtime::RestartStrategyKind::kFixedDelay;
+          env.config().restart_strategy.max_attempts = 1;
+          env.config().restart_strategy.delay = 10ms;
+        },
+        [fail](const Change& c) -> Change {
+          if (fail->exchange(false)) throw std::runtime_error("injected failure");
+          return c;
+        });
+    auto last = Workload(100);
+    AwaitAll(*seen, last, 20s);
+    const std::int64_t after_data = job->latest_checkpoint();
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (job->latest_checkpoint() < after_data + 2 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(20ms);
+    }
+    ASSERT_GE(job->latest_checkpoint(), after_data + 2) << "no checkpoint after the data";
+    offset->store(2 * 3600);
+    fail->store(true);
+    last = Workload(1, {}, std::move(last));  // its record fails the job: a restore follows
+    if (!fallback) {
+      const auto result = job->finish();
+      EXPECT_EQ(result.status.code(), absl::StatusCode::kFailedPrecondition) << result.status;
+      EXPECT_THAT(result.status.message(), HasSubstr("resume_fallback"));
+      EXPECT_THAT(result.status.message(), HasSubstr("retention"));
+      continue;
+    }
+    // Restored at the fallback position: what is written from then on arrives.
+    const auto restarted_by = std::chrono::steady_clock::now() + 20s;
+    while (job->runner->status().snapshot().restarts < 1 &&
+           std::chrono::steady_clock::now() < restarted_by) {
+      std::this_thread::sleep_for(20ms);
+    }
+    ASSERT_GE(job->runner->status().snapshot().restarts, 1) << "the job never restarted";
+    std::this_thread::sleep_for(500ms);
+    std::map<std::string, std::int64_t> later;
+    for (char c = 'a'; c <= 'z'; ++c) later[std::string(1, c) + "-row"] = 999;
+    later = Workload(52, {}, later);  // 1000 and 1001 on every row
+    const auto wait_until = std::chrono::steady_clock::now() + 20s;
+    std::size_t missing = 1;
+    while (missing > 0 && std::chrono::steady_clock::now() < wait_until) {
+      const auto got = seen->distinct();
+      missing = 0;
+      for (const auto& [row, seq] : later) {
+        missing += got.count({row, 1000}) == 0 ? 1 : 0;
+        missing += got.count({row, 1001}) == 0 ? 1 : 0;
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+    EXPECT_EQ(missing, 0u) << "mutations written after the fallback restore never arrived";
+    job->runner->cancel();
+    job->finish();
+  }
+}
+
 TEST_F(BigtableChangeStreamSourceIT, AMissingTableFailsTheJobWithNotFound) {
   auto source = Source().table(connector::TableDestination::of("p", "i", "nope")).build();
   ASSERT_TRUE(source.ok()) << source.status();

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "google/bigtable/admin/v2/bigtable_table_admin.grpc.pb.h"
 #include "google/protobuf/util/time_util.h"
 #include "tests/fakes/bigtable_change_streams.h"
 
@@ -328,6 +329,40 @@ TEST_F(ChangeStreamsFakeTest, TheStreamEndsOnceItPassesTheEndTime) {
   EXPECT_EQ(close->close_stream().continuation_tokens_size(), 0);
   EXPECT_EQ(close->close_stream().new_partitions_size(), 0);
   EXPECT_EQ(Done(read.responses), 1);
+}
+
+// Table.change_stream_config.retention_period through BigtableTableAdmin.GetTable; a start time
+// before the retention answers INVALID_ARGUMENT ("must be within the change stream retention
+// period"), a token older than it OUT_OF_RANGE (the fake's choice: the reference names no code).
+TEST_F(ChangeStreamsFakeTest, TheRetentionIsReportedAndEnforced) {
+  auto admin = google::bigtable::admin::v2::BigtableTableAdmin::NewStub(
+      grpc::CreateChannel(fake_->endpoint(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  google::bigtable::admin::v2::GetTableRequest get;
+  get.set_name(kTable);
+  google::bigtable::admin::v2::Table table;
+  ASSERT_TRUE(admin->GetTable(&ctx, get, &table).ok());
+  EXPECT_EQ(table.change_stream_config().retention_period().seconds(), 7 * 24 * 3600);
+
+  Write("a", "1");
+  auto read = ReadUntil(FromStart(Partition("", "")), [](const auto& rs) { return Done(rs) == 1; });
+  const std::string token = Changes(read.responses).back().token();
+  auto offset = std::make_shared<std::atomic<int>>(0);
+  BigtableChangeStreamsFakeOptions options;
+  options.retention = absl::Hours(1);
+  options.clock = [offset] { return absl::Now() + absl::Hours(offset->load()); };
+  fake_->set_options(options);
+  offset->store(2);
+  v2::ReadChangeStreamRequest request = FromStart(Partition("", ""));
+  request.clear_start_time();
+  auto* t = request.mutable_continuation_tokens()->add_tokens();
+  *t->mutable_partition() = Partition("", "");
+  t->set_token(token);
+  EXPECT_EQ(ReadUntil(request, [](const auto&) { return true; }).status.error_code(),
+            grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_EQ(
+      ReadUntil(FromStart(Partition("", "")), [](const auto&) { return true; }).status.error_code(),
+      grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 // Fault: a stream cut after the first message of a chunked change fails with UNAVAILABLE.

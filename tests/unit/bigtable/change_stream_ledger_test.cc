@@ -202,6 +202,34 @@ TEST_F(BigtableLedgerTest, ImpossibleCheckpointedStatesAreDataLoss) {
   EXPECT_TRUE(serializer.deserialize(1, *serializer.serialize(good)).ok());
 }
 
+TEST_F(BigtableLedgerTest, ExpiredPositionsStartOverWithoutTokensUnderNewIds) {
+  ledger_.start_fresh({R("", "c"), R("c", "")}, kStart);
+  auto taken = TakeAll();
+  // The left one closed into a merge (its token waits); the right one progressed recently.
+  ASSERT_TRUE(ledger_.on_close(taken[R("", "c")].id, {{T(R("", "c"), "A")}, {R("", "")}}).ok());
+  ledger_.on_progress(taken[R("c", "")].id, {T(R("c", ""), "B")}, kStart + absl::Hours(3));
+  auto oldest = ledger_.oldest_position();
+  ASSERT_TRUE(oldest.has_value());
+  EXPECT_EQ(oldest->first, R("", "c"));
+  EXPECT_EQ(oldest->second, kStart);
+  const absl::Time restart = kStart + absl::Hours(5);
+  auto replaced = ledger_.restart_expired(kStart + absl::Hours(1), restart);
+  EXPECT_TRUE(replaced.empty()) << "only the handed-over token expired";
+  EXPECT_EQ(ledger_.waiting_tokens(), 0u);
+  auto fresh = ledger_.take_ready(0);
+  ASSERT_TRUE(fresh.has_value());
+  EXPECT_EQ(fresh->partition, R("", "c"));
+  EXPECT_TRUE(fresh->tokens.empty());
+  EXPECT_EQ(fresh->start_time, restart);
+  // Now the right one expires too: it is replaced under a new id.
+  auto again = ledger_.restart_expired(kStart + absl::Hours(4), restart);
+  EXPECT_EQ(again, std::set<std::string>{taken[R("c", "")].id});
+  auto right = ledger_.take_ready(0);
+  ASSERT_TRUE(right.has_value());
+  EXPECT_NE(right->id, taken[R("c", "")].id);
+  EXPECT_TRUE(right->tokens.empty());
+}
+
 TEST_F(BigtableLedgerTest, ABoundedPartitionClosingWithoutSuccessorsEndsTheRead) {
   ledger_.start_fresh({R("", "")}, kStart);
   auto split = *ledger_.take_ready(0);
