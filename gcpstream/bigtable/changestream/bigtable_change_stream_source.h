@@ -29,6 +29,7 @@
 #include "gcpstream/bigtable/changestream/change_stream_split.h"
 #include "gcpstream/bigtable/changestream/change_stream_stream_reader.h"
 #include "gcpstream/connector/client_options.h"
+#include "gcpstream/connector/client_options_builder.h"
 #include "gcpstream/connector/destinations.h"
 #include "gcpstream/connector/lineage.h"
 
@@ -88,7 +89,7 @@ class BigtableChangeStreamSource final
     : public Source<T, BigtableChangeStreamSplit, BigtableChangeStreamEnumState>,
       public LineageVertexProvider {
  public:
-  class Builder {
+  class Builder : public connector::ClientOptionsBuilder<Builder> {
    public:
     Builder& table(connector::TableDestination table) {
       table_ = std::move(table);
@@ -130,19 +131,9 @@ class BigtableChangeStreamSource final
       options_ = std::move(options);
       return *this;
     }
-    // A service-account JSON key read when the coordinator and each reader start. Not with
-    // emulator_endpoint.
-    Builder& service_account_key_file(std::string path) {
-      note(client_.set_service_account_key_file(std::move(path)));
-      return *this;
-    }
-    // host:port of a service speaking the Bigtable data API without credentials. The Bigtable
-    // emulator cannot serve change streams; this is for the in-repo fake
-    // (bigtable_change_streams_fake).
-    Builder& emulator_endpoint(std::string_view host_port) {
-      note(client_.set_emulator_endpoint(host_port));
-      return *this;
-    }
+    // (service_account_key_file and emulator_endpoint come from ClientOptionsBuilder. The
+    // Bigtable emulator cannot serve change streams: emulator_endpoint is for the in-repo fake,
+    // bigtable_change_streams_fake.)
     // Tests: the stub every coordinator and reader uses instead of a gRPC channel.
     Builder& stub_factory(BigtableStubFactory stubs) {
       stubs_ = std::move(stubs);
@@ -166,7 +157,7 @@ class BigtableChangeStreamSource final
     // INVALID_ARGUMENT naming what is missing or out of range.
     absl::StatusOr<std::shared_ptr<BigtableChangeStreamSource>> build() const {
       constexpr char kWho[] = "BigtableChangeStreamSource";
-      if (!error_.ok()) return error_;
+      GCP_RETURN_IF_ERROR(this->builder_error());
       if (!table_ || table_->project.empty() || table_->instance.empty() || table_->table.empty()) {
         return absl::InvalidArgumentError(std::string(kWho) +
                                           " needs table(...) with project, instance and table");
@@ -180,7 +171,6 @@ class BigtableChangeStreamSource final
       if (!deserializer_) {
         return absl::InvalidArgumentError(std::string(kWho) + " needs deserializer(...)");
       }
-      GCP_RETURN_IF_ERROR(client_.validate());
       GCP_RETURN_IF_ERROR(options_.validate());
       GCP_ASSIGN_OR_RETURN(std::shared_ptr<const ChangeStreamEntryFilter> filter,
                            ChangeStreamEntryFilter::Create(options_.filters));
@@ -190,19 +180,14 @@ class BigtableChangeStreamSource final
 
    private:
     friend class BigtableChangeStreamSource;
-    void note(absl::Status s) {
-      if (error_.ok()) error_ = std::move(s);
-    }
     std::optional<connector::TableDestination> table_;
     std::string app_profile_;
     ChangeStreamMutationDeserializer<T> deserializer_;
     BigtableChangeStreamOptions options_;
-    connector::ClientOptions client_;
     BigtableStubFactory stubs_;
     BigtableAdminStubFactory admin_;
     BigtableChangeStreamEnumerator::Clock clock_;
     std::chrono::milliseconds heartbeat_ = kChangeStreamHeartbeat;
-    absl::Status error_;
   };
 
   static Builder builder() { return Builder(); }
@@ -556,8 +541,8 @@ class BigtableChangeStreamSource final
 
   BigtableChangeStreamSource(Builder b, std::shared_ptr<const ChangeStreamEntryFilter> filter)
       : b_(std::move(b)), filter_(std::move(filter)) {
-    stubs_ = b_.stubs_ ? b_.stubs_ : MakeChangeStreamStubFactory(b_.client_);
-    admin_ = b_.admin_ ? b_.admin_ : MakeChangeStreamAdminStubFactory(b_.client_);
+    stubs_ = b_.stubs_ ? b_.stubs_ : MakeChangeStreamStubFactory(b_.client());
+    admin_ = b_.admin_ ? b_.admin_ : MakeChangeStreamAdminStubFactory(b_.client());
     request_.table_name = b_.table_->resource_name();
     request_.app_profile_id = b_.app_profile_;
     request_.end_time = b_.options_.end_time;
