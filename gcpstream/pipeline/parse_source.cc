@@ -3,6 +3,7 @@
 
 #include "absl/time/time.h"
 #include "gcpstream/bigtable/admin/resource_names.h"
+#include "gcpstream/bigtable/changestream/bigtable_change_stream_source.h"
 #include "gcpstream/bigtable/changestream/change_stream_options.h"
 #include "gcpstream/connector/name_patterns.h"
 #include "gcpstream/pipeline/internal/spec_sections.h"
@@ -315,6 +316,9 @@ BigtableChangeStreamSourceSpec ParseBigtableChangeStreamSource(YamlMap& m) {
   spec.table = m.required_string("table");
   if (!spec.table.empty()) m.check("table", bigtable::ValidateTableId(spec.table));
   spec.app_profile_id = m.required_string("app_profile_id");
+  if (!spec.app_profile_id.empty()) {
+    m.check("app_profile_id", bigtable::ValidateAppProfileId(spec.app_profile_id));
+  }
   auto& o = spec.options;
   if (auto start = m.optional_string("start_position")) {
     if (auto p = ParseStartPosition(m, "start_position", *start)) o.start_position = *p;

@@ -162,7 +162,8 @@ struct BigtableChangeStreamsFake::State {
   std::condition_variable cv;
   BigtableChangeStreamsFakeOptions options;
   std::set<std::string> tables;
-  std::vector<Change> log;  // seq = index + 1
+  std::map<std::string, std::set<std::string>> families;  // written so far, by table
+  std::vector<Change> log;                                // seq = index + 1
   std::vector<Epoch> epochs{Epoch{}};
   absl::Time created = absl::Now();
   absl::Time last_commit = absl::UnixEpoch();
@@ -187,9 +188,41 @@ struct BigtableChangeStreamsFake::State {
     return absl::OkStatus();
   }
 
+  // What the service refuses in a written row (v2 MutateRow/MutateRows reference): an empty
+  // row key, one over 4 KiB, a cell mutation without a family.
+  static std::optional<std::string> Refused(const std::string& row,
+                                            const std::vector<Mutation>& mutations) {
+    if (row.empty()) return "Row keys must be non-empty";
+    if (row.size() > 4096) return "Row keys must be at most 4096 bytes";
+    if (mutations.empty()) return "No mutations provided";
+    for (const auto& m : mutations) {
+      const std::string* family = nullptr;
+      if (m.has_set_cell()) family = &m.set_cell().family_name();
+      if (m.has_delete_from_column()) family = &m.delete_from_column().family_name();
+      if (m.has_delete_from_family()) family = &m.delete_from_family().family_name();
+      if (family != nullptr && family->empty()) return "A family name must be non-empty";
+    }
+    return std::nullopt;
+  }
+
   // Under mu.
   void append(const std::string& table, const std::string& row, std::vector<Mutation> mutations,
               bool gc) {
+    // A change stream reports a DeleteFromRow as a DeleteFromFamily per column family.
+    std::vector<Mutation> expanded;
+    for (auto& m : mutations) {
+      if (m.has_set_cell()) families[table].insert(m.set_cell().family_name());
+      if (!m.has_delete_from_row()) {
+        expanded.push_back(std::move(m));
+        continue;
+      }
+      for (const auto& f : families[table]) {
+        Mutation d;
+        d.mutable_delete_from_family()->set_family_name(f);
+        expanded.push_back(std::move(d));
+      }
+    }
+    mutations = std::move(expanded);
     absl::Time commit = std::max(now(), last_commit + absl::Microseconds(1));
     commit = absl::FromUnixMicros(absl::ToUnixMicros(commit));
     last_commit = commit;
@@ -216,11 +249,11 @@ class Service final : public v2::Bigtable::Service {
                          v2::MutateRowResponse*) override {
     std::lock_guard lock(state_->mu);
     if (grpc::Status s = check_table(request->table_name()); !s.ok()) return s;
-    if (request->mutations().empty()) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "No mutations provided");
+    std::vector<v2::Mutation> mutations(request->mutations().begin(), request->mutations().end());
+    if (auto refused = BigtableChangeStreamsFake::State::Refused(request->row_key(), mutations)) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, *refused);
     }
-    state_->append(request->table_name(), request->row_key(),
-                   {request->mutations().begin(), request->mutations().end()}, false);
+    state_->append(request->table_name(), request->row_key(), std::move(mutations), false);
     return grpc::Status::OK;
   }
 
@@ -234,13 +267,14 @@ class Service final : public v2::Bigtable::Service {
         const auto& entry = request->entries(i);
         auto* out = response.add_entries();
         out->set_index(i);
-        if (entry.mutations().empty()) {
+        std::vector<v2::Mutation> mutations(entry.mutations().begin(), entry.mutations().end());
+        if (auto refused = BigtableChangeStreamsFake::State::Refused(entry.row_key(), mutations)) {
           out->mutable_status()->set_code(grpc::StatusCode::INVALID_ARGUMENT);
-          out->mutable_status()->set_message("No mutations provided");
+          out->mutable_status()->set_message(*refused);
           continue;
         }
-        state_->append(request->table_name(), entry.row_key(),
-                       {entry.mutations().begin(), entry.mutations().end()}, false);
+        out->mutable_status()->set_code(grpc::StatusCode::OK);  // every entry has a status
+        state_->append(request->table_name(), entry.row_key(), std::move(mutations), false);
       }
     }
     writer->Write(response);
@@ -317,7 +351,14 @@ class Service final : public v2::Bigtable::Service {
       bool at_end = false;  // the last token ran to the end of the key space
       for (const auto& [r, p] : tokens) {
         if (at_end || r.start != at) return gap;
-        for (const auto& piece : p) pieces.push_back(piece);
+        for (const auto& piece : p) {
+          // A token from another incarnation of the fake (restarted, its log empty again).
+          if (piece.seq > static_cast<std::int64_t>(state_->log.size())) {
+            return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                "continuation token beyond this change stream's log");
+          }
+          pieces.push_back(piece);
+        }
         at = r.end;
         at_end = r.end.empty();
       }

@@ -42,6 +42,10 @@ template <typename T>
 using ChangeStreamMutationDeserializer =
     std::function<absl::Status(const BigtableChangeStreamMutation& mutation, Collector<T>& out)>;
 
+// INVALID_ARGUMENT unless `id` is an app profile id (Bigtable's rule: a letter, digit or '_',
+// then letters, digits, '_', '-' and '.', at most 50 characters).
+absl::Status ValidateAppProfileId(std::string_view id);
+
 // The channel and stub every change-stream call of a source uses, and the table admin stub its
 // coordinator reads the retention with.
 BigtableStubFactory MakeChangeStreamStubFactory(connector::ClientOptions client);
@@ -168,6 +172,7 @@ class BigtableChangeStreamSource final
             " needs app_profile_id(...): change streams read through a single-cluster-routing "
             "app profile");
       }
+      GCP_RETURN_IF_ERROR(ValidateAppProfileId(app_profile_));
       if (!deserializer_) {
         return absl::InvalidArgumentError(std::string(kWho) + " needs deserializer(...)");
       }
@@ -211,14 +216,15 @@ class BigtableChangeStreamSource final
   }
   absl::StatusOr<std::unique_ptr<SourceReader<T, BigtableChangeStreamSplit>>> create_reader(
       SourceReaderContext& context) const override {
+    auto liveness = std::make_shared<ChangeStreamStreamReader::Liveness>();
     auto split_reader = std::make_unique<ChangeStreamStreamReader>(
-        stubs_, request_, context.metric_group().counter("changeStreamReadsStarted"));
+        stubs_, request_, context.metric_group().counter("changeStreamReadsStarted"), liveness);
     auto emitter = std::make_unique<Emitter>(b_.deserializer_, filter_, context);
     Emitter* emitter_view = emitter.get();                   // owned by the reader's base from here
     ChangeStreamStreamReader* streams = split_reader.get();  // likewise
-    return std::unique_ptr<SourceReader<T, BigtableChangeStreamSplit>>(
-        std::make_unique<Reader>(std::move(split_reader), streams, std::move(emitter), emitter_view,
-                                 context, b_.options_.max_concurrent_streams_per_subtask));
+    return std::unique_ptr<SourceReader<T, BigtableChangeStreamSplit>>(std::make_unique<Reader>(
+        std::move(split_reader), streams, std::move(emitter), emitter_view, context,
+        b_.options_.max_concurrent_streams_per_subtask, std::move(liveness), request_.heartbeat));
   }
   const VersionedSerializer<BigtableChangeStreamSplit>& split_serializer() const override {
     return split_serializer_;
@@ -377,15 +383,19 @@ class BigtableChangeStreamSource final
    public:
     Reader(std::unique_ptr<ChangeStreamStreamReader> split_reader,
            ChangeStreamStreamReader* streams, std::unique_ptr<Emitter> emitter,
-           Emitter* emitter_view, SourceReaderContext& context, int max_streams)
+           Emitter* emitter_view, SourceReaderContext& context, int max_streams,
+           std::shared_ptr<ChangeStreamStreamReader::Liveness> liveness,
+           std::chrono::milliseconds heartbeat)
         : ReaderBase(std::move(split_reader), std::move(emitter), context,
                      /*per_split_outputs=*/false),
           streams_(streams),
           emitter_(emitter_view),
-          max_streams_(max_streams) {
+          max_streams_(max_streams),
+          slice_(2 * heartbeat) {
       auto g = gauges_;
       MetricGroup& m = context.metric_group();
-      m.gauge("activeChangeStreamReads", [g] { return static_cast<double>(g->active.load()); });
+      m.gauge("activeChangeStreamReads",
+              [liveness] { return static_cast<double>(liveness->open_calls.load()); });
       m.gauge("queuedChangeStreamPartitions",
               [g] { return static_cast<double>(g->queued.load()); });
       m.gauge("queuedChangeStreamPartitionLagMillis", [g] {
@@ -395,8 +405,13 @@ class BigtableChangeStreamSource final
       });
       m.gauge("partitionLowWatermarkMillis",
               [g] { return static_cast<double>(g->low_watermark_ms.load()); });
-      m.gauge("missedHeartbeatIntervals",
-              [g] { return static_cast<double>(g->missed_heartbeats.load()); });
+      m.gauge("missedHeartbeatIntervals", [liveness] {
+        return static_cast<double>(liveness->missed_heartbeat_intervals.load());
+      });
+    }
+
+    ~Reader() override {
+      if (reservation_timer_) reservation_timer_->cancel();
     }
 
     absl::Status start() override {
@@ -412,9 +427,17 @@ class BigtableChangeStreamSource final
         for (auto& s : splits) held_.push_back(std::move(s));
         return absl::OkStatus();
       }
-      for (auto& s : splits) {
-        if (running_.count(s.id) > 0 || queued(s.id)) continue;
-        fifo_.push_back(std::move(s));
+      for (auto& split : splits) {
+        if (running_.count(split.id) > 0 || queued(split.id)) continue;
+        if (reserved_ > 0 && std::chrono::steady_clock::now() < reserved_until_) {
+          // The successor of a partition that just closed continues its turn in its slot.
+          --reserved_;
+          const auto turn = reserved_turns_.front();
+          reserved_turns_.pop_front();
+          GCP_RETURN_IF_ERROR(run(std::move(split), turn));
+        } else {
+          fifo_.push_back(std::move(split));
+        }
       }
       return admit();
     }
@@ -463,12 +486,29 @@ class BigtableChangeStreamSource final
     }
     absl::Status on_split_finished(
         const std::map<std::string, BigtableChangeStreamSplit>& finished) override {
+      const auto now = std::chrono::steady_clock::now();
       for (const auto& [id, split] : finished) {
         running_.erase(id);
         started_at_.erase(id);
+        const auto turn = turn_started_[id];
+        turn_started_.erase(id);
         --active_;
         if (split.closed) {
           emitter_->forget(id);
+          // Keep the slot a moment for the successor the coordinator is about to send, so a
+          // partition is followed through a topology change — unless its turn is over and
+          // others wait (a partition changing faster than turns rotate must not keep the slot).
+          // A timer frees it if none comes (a merge's successor goes to its last parent's
+          // reader).
+          if (fifo_.empty() || now - turn < slice_) {
+            ++reserved_;
+            reserved_turns_.push_back(turn);
+            reserved_until_ = now + std::chrono::milliseconds(200);
+            auto& timers = this->context().processing_time_service();
+            reservation_timer_ =
+                timers.register_timer(timers.now() + std::chrono::milliseconds(200),
+                                      [this]() -> absl::Status { return admit(); });
+          }
         } else {
           fifo_.push_back(split);  // rotated out at a heartbeat: back in line
         }
@@ -477,15 +517,27 @@ class BigtableChangeStreamSource final
     }
 
    private:
+    // Hands `split` to the fetcher; its turn at the slot began at `turn`.
+    absl::Status run(BigtableChangeStreamSplit split, std::chrono::steady_clock::time_point turn) {
+      running_.insert(split.id);
+      started_at_[split.id] = split.low_watermark;
+      turn_started_[split.id] = turn;
+      ++active_;
+      std::vector<BigtableChangeStreamSplit> one;
+      one.push_back(std::move(split));
+      return ReaderBase::add_splits(std::move(one));
+    }
+
     absl::Status admit() {
-      while (active_ < max_streams_ && !fifo_.empty()) {
-        std::vector<BigtableChangeStreamSplit> one;
-        running_.insert(fifo_.front().id);
-        started_at_[fifo_.front().id] = fifo_.front().low_watermark;
-        one.push_back(std::move(fifo_.front()));
+      const auto now = std::chrono::steady_clock::now();
+      if (reserved_ > 0 && now >= reserved_until_) {
+        reserved_ = 0;
+        reserved_turns_.clear();
+      }
+      while (active_ + reserved_ < max_streams_ && !fifo_.empty()) {
+        BigtableChangeStreamSplit next = std::move(fifo_.front());
         fifo_.pop_front();
-        ++active_;
-        GCP_RETURN_IF_ERROR(ReaderBase::add_splits(std::move(one)));
+        GCP_RETURN_IF_ERROR(run(std::move(next), now));
       }
       // Each waiting partition may take one open stream's place at its next heartbeat.
       streams_->request_rotation(static_cast<int>(fifo_.size()));
@@ -496,9 +548,6 @@ class BigtableChangeStreamSource final
       return std::any_of(fifo_.begin(), fifo_.end(), [&](const auto& s) { return s.id == id; });
     }
     void update_gauges() {
-      gauges_->active.store(streams_->open_calls());
-      gauges_->missed_heartbeats.store(
-          static_cast<int>(streams_->longest_silence() / kChangeStreamHeartbeat));
       gauges_->queued.store(static_cast<int>(fifo_.size()));
       std::int64_t oldest = 0;
       std::int64_t low = 0;
@@ -532,8 +581,14 @@ class BigtableChangeStreamSource final
     std::vector<BigtableChangeStreamSplit> held_;
     std::deque<BigtableChangeStreamSplit> fifo_;
     int active_ = 0;
+    int reserved_ = 0;  // slots kept for successors about to arrive
+    std::chrono::steady_clock::time_point reserved_until_;
+    std::deque<std::chrono::steady_clock::time_point> reserved_turns_;  // of the closed parents
+    std::shared_ptr<ProcessingTimeService::Timer> reservation_timer_;
+    std::map<std::string, std::chrono::steady_clock::time_point> turn_started_;  // running
+    const std::chrono::milliseconds slice_;  // a turn: two heartbeat intervals
     struct Gauges {
-      std::atomic<int> active{0}, queued{0}, missed_heartbeats{0};
+      std::atomic<int> queued{0};
       std::atomic<std::int64_t> oldest_queued_ms{0}, low_watermark_ms{0};
     };
     std::shared_ptr<Gauges> gauges_ = std::make_shared<Gauges>();

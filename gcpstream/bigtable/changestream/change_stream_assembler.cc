@@ -71,10 +71,13 @@ absl::StatusOr<ChangeStreamEntry> EntryFromProto(const v2::Mutation& m) {
       return MergeToCellEntry{a.family_name(), a.column_qualifier().raw_value(),
                               a.timestamp().raw_timestamp_micros(), ValueFromProto(a.input())};
     }
-    default:
-      return absl::InvalidArgumentError(absl::StrCat("a change stream carried a mutation of kind ",
-                                                     m.mutation_case(),
-                                                     ", which it documents no entry for"));
+    default: {
+      const auto* field = v2::Mutation::descriptor()->FindFieldByNumber(m.mutation_case());
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a change stream carried a ", field != nullptr ? field->name() : "mutation",
+          " mutation, which change streams do not report (the reference lists SetCell, "
+          "DeleteFromColumn, DeleteFromFamily, AddToCell and MergeToCell)"));
+    }
   }
 }
 

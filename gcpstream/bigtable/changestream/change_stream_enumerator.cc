@@ -13,16 +13,80 @@ namespace gcpstream::bigtable {
 
 namespace v2 = google::bigtable::v2;
 
+bool CallCanceller::enter(grpc::ClientContext& context) {
+  std::lock_guard lock(mu_);
+  if (cancelled_) return false;
+  context_ = &context;
+  return true;
+}
+
+void CallCanceller::leave() {
+  std::lock_guard lock(mu_);
+  context_ = nullptr;
+}
+
+void CallCanceller::cancel() {
+  std::lock_guard lock(mu_);
+  cancelled_ = true;
+  if (context_ != nullptr) context_->TryCancel();
+  cv_.notify_all();
+}
+
+bool CallCanceller::sleep(std::chrono::milliseconds d) {
+  std::unique_lock lock(mu_);
+  return !cv_.wait_for(lock, d, [&] { return cancelled_; });
+}
+
+namespace {
+
+// Runs `call` with a context `canceller` can cancel.
+template <typename Call>
+grpc::Status Cancellable(CallCanceller* canceller, Call call) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  if (canceller != nullptr && !canceller->enter(context)) {
+    return grpc::Status(grpc::StatusCode::CANCELLED, "the source is closing");
+  }
+  grpc::Status status = call(context);
+  if (canceller != nullptr) canceller->leave();
+  return status;
+}
+
+bool TransientAtStart(absl::StatusCode code) {
+  return code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kDeadlineExceeded ||
+         code == absl::StatusCode::kResourceExhausted || code == absl::StatusCode::kAborted ||
+         code == absl::StatusCode::kInternal;
+}
+
+// Tries `fn` up to 5 times while it fails with a transient code (0.2, 0.5, 1 and 2 s apart).
+template <typename T, typename Fn>
+absl::StatusOr<T> WithRetries(CallCanceller& canceller, Fn fn) {
+  constexpr std::chrono::milliseconds kWaits[] = {
+      std::chrono::milliseconds(200), std::chrono::milliseconds(500),
+      std::chrono::milliseconds(1000), std::chrono::milliseconds(2000)};
+  absl::StatusOr<T> result = fn();
+  for (auto wait : kWaits) {
+    if (result.ok() || !TransientAtStart(result.status().code())) break;
+    spdlog::warn("BigtableChangeStreamSource: {}; trying again in {} ms", result.status().message(),
+                 wait.count());
+    if (!canceller.sleep(wait)) break;
+    result = fn();
+  }
+  return result;
+}
+
+}  // namespace
+
 absl::StatusOr<absl::Duration> ReadChangeStreamRetention(
     google::bigtable::admin::v2::BigtableTableAdmin::StubInterface& admin,
-    const std::string& table_name) {
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    const std::string& table_name, CallCanceller* canceller) {
   google::bigtable::admin::v2::GetTableRequest request;
   request.set_name(table_name);
   request.set_view(google::bigtable::admin::v2::Table::FULL);
   google::bigtable::admin::v2::Table table;
-  grpc::Status status = admin.GetTable(&context, request, &table);
+  grpc::Status status = Cancellable(canceller, [&](grpc::ClientContext& context) {
+    return admin.GetTable(&context, request, &table);
+  });
   if (!status.ok()) {
     absl::Status s = FromGrpc(status);
     return absl::Status(s.code(),
@@ -42,17 +106,17 @@ absl::StatusOr<absl::Duration> ReadChangeStreamRetention(
 
 absl::StatusOr<std::vector<RowKeyRange>> ListChangeStreamPartitions(
     v2::Bigtable::StubInterface& stub, const std::string& table_name,
-    const std::string& app_profile_id) {
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    const std::string& app_profile_id, CallCanceller* canceller) {
   v2::GenerateInitialChangeStreamPartitionsRequest request;
   request.set_table_name(table_name);
   request.set_app_profile_id(app_profile_id);
-  auto reader = stub.GenerateInitialChangeStreamPartitions(&context, request);
   std::vector<RowKeyRange> out;
-  v2::GenerateInitialChangeStreamPartitionsResponse response;
-  while (reader->Read(&response)) out.push_back(PartitionFromProto(response.partition()));
-  grpc::Status status = reader->Finish();
+  grpc::Status status = Cancellable(canceller, [&](grpc::ClientContext& context) {
+    auto reader = stub.GenerateInitialChangeStreamPartitions(&context, request);
+    v2::GenerateInitialChangeStreamPartitionsResponse response;
+    while (reader->Read(&response)) out.push_back(PartitionFromProto(response.partition()));
+    return reader->Finish();
+  });
   if (!status.ok()) {
     absl::Status s = FromGrpc(status);
     return absl::Status(s.code(),
@@ -97,16 +161,21 @@ BigtableChangeStreamEnumerator::BigtableChangeStreamEnumerator(
 
 absl::Status BigtableChangeStreamEnumerator::start() {
   context_.template call_async<absl::StatusOr<Metadata>>(
-      [stubs = stubs_, admin = admin_, request = request_,
-       fresh = !restored_]() -> absl::StatusOr<Metadata> {
+      [stubs = stubs_, admin = admin_, request = request_, fresh = !restored_,
+       canceller = canceller_]() -> absl::StatusOr<Metadata> {
         Metadata out;
         GCP_ASSIGN_OR_RETURN(auto admin_stub, admin());
-        GCP_ASSIGN_OR_RETURN(out.retention,
-                             ReadChangeStreamRetention(*admin_stub, request.table_name));
+        GCP_ASSIGN_OR_RETURN(out.retention, WithRetries<absl::Duration>(*canceller, [&] {
+                               return ReadChangeStreamRetention(*admin_stub, request.table_name,
+                                                                canceller.get());
+                             }));
         if (fresh) {
           GCP_ASSIGN_OR_RETURN(auto stub, stubs());
-          GCP_ASSIGN_OR_RETURN(out.partitions, ListChangeStreamPartitions(*stub, request.table_name,
-                                                                          request.app_profile_id));
+          GCP_ASSIGN_OR_RETURN(
+              out.partitions, WithRetries<std::vector<RowKeyRange>>(*canceller, [&] {
+                return ListChangeStreamPartitions(*stub, request.table_name, request.app_profile_id,
+                                                  canceller.get());
+              }));
         }
         return out;
       },
@@ -122,6 +191,15 @@ void BigtableChangeStreamEnumerator::on_metadata(absl::StatusOr<Metadata> metada
   retention_ = metadata->retention;
   if (!restored_) {
     const absl::Time start = options_.start_position.resolve(now_());
+    if (options_.end_time && *options_.end_time < start) {
+      context_.fail_job(absl::InvalidArgumentError(fmt::format(
+          "BigtableChangeStreamSource: end_time {} is before the start position {} ({}): there "
+          "is nothing to read",
+          absl::FormatTime(absl::RFC3339_full, *options_.end_time, absl::UTCTimeZone()),
+          absl::FormatTime(absl::RFC3339_full, start, absl::UTCTimeZone()),
+          options_.start_position.describe())));
+      return;
+    }
     spdlog::info(
         "BigtableChangeStreamSource: {} has {} change stream partitions and a retention of {}; "
         "reading from {} ({})",
@@ -180,6 +258,15 @@ void BigtableChangeStreamEnumerator::maybe_release() {
         "BigtableChangeStreamSource: {} restored partition reads closed before the "
         "coordinator's checkpoint; their successors are read instead",
         drop.size());
+  }
+  if (restored_ && !options_.end_time) {
+    if (auto gap = ledger_.first_gap()) {
+      context_.fail_job(absl::DataLossError(fmt::format(
+          "BigtableChangeStreamSource: the checkpointed partitions do not cover the key space "
+          "exactly (around {}): corrupt state, refusing to leave changes unread",
+          FormatRowRange(*gap))));
+      return;
+    }
   }
   if (restored_ && !check_retention(drop)) return;
   released_ = true;
@@ -259,9 +346,25 @@ absl::Status BigtableChangeStreamEnumerator::handle_source_event(
     splits_->inc(released->splits);
     merges_->inc(released->merges);
     discovered_->inc(released->splits + released->merges);
+    // A successor goes to the reader whose partition just closed: it has the slot free now. (Sent
+    // elsewhere it would wait for a rotation there, and under frequent topology changes it could
+    // be stale again by its turn, over and over.)
+    if (released_ && hello_.count(subtask) > 0) {
+      for (const auto& id : released->ids) {
+        if (auto split = ledger_.take(id, subtask)) {
+          assigned_->inc();
+          context_.assign_split(subtask, *std::move(split));
+        }
+      }
+    }
     serve();
     maybe_finish();
   }
+  return absl::OkStatus();
+}
+
+absl::Status BigtableChangeStreamEnumerator::close() {
+  canceller_->cancel();
   return absl::OkStatus();
 }
 

@@ -2,9 +2,12 @@
 #define GCPSTREAM_BIGTABLE_CHANGESTREAM_CHANGE_STREAM_ENUMERATOR_H_
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <vector>
@@ -21,20 +24,39 @@ namespace gcpstream::bigtable {
 using BigtableAdminStubFactory = std::function<absl::StatusOr<
     std::shared_ptr<google::bigtable::admin::v2::BigtableTableAdmin::StubInterface>>()>;
 
+// Lets the coordinator's close() cancel its blocking metadata calls and their retry waits, so a
+// hung service never holds a cancelled job. Thread-safe.
+class CallCanceller {
+ public:
+  // Registers the call about to run; false when already cancelled.
+  bool enter(grpc::ClientContext& context);
+  void leave();
+  void cancel();
+  // Waits `d` unless cancelled first; false when cancelled.
+  bool sleep(std::chrono::milliseconds d);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  grpc::ClientContext* context_ = nullptr;
+  bool cancelled_ = false;
+};
+
 // The change stream retention of a table (GetTable, Table.change_stream_config).
 // FAILED_PRECONDITION when the table has no change stream; the call's code otherwise.
 absl::StatusOr<absl::Duration> ReadChangeStreamRetention(
     google::bigtable::admin::v2::BigtableTableAdmin::StubInterface& admin,
-    const std::string& table_name);
+    const std::string& table_name, CallCanceller* canceller = nullptr);
 
 // Lists a table's current change-stream partitions (GenerateInitialChangeStreamPartitions).
 absl::StatusOr<std::vector<RowKeyRange>> ListChangeStreamPartitions(
     google::bigtable::v2::Bigtable::StubInterface& stub, const std::string& table_name,
-    const std::string& app_profile_id);
+    const std::string& app_profile_id, CallCanceller* canceller = nullptr);
 
 // The coordinator of BigtableChangeStreamSource. On a worker thread it reads the table's change
 // stream retention (failing the job when change streams are not enabled) and, fresh, lists the
-// initial partitions, each started at the start position; restored, it takes the checkpointed
+// initial partitions, each started at the start position (transient failures of either call are
+// tried 5 times over about 4 s; close() cancels them); restored, it takes the checkpointed
 // ledger. Once every reader said which splits it restored, it reconciles (ChangeStreamLedger::
 // reconcile) and, restored, checks every position against the retention (less a one-minute
 // margin): an expired one fails the job with FAILED_PRECONDITION unless resume_fallback is set,
@@ -64,6 +86,7 @@ class BigtableChangeStreamEnumerator final
   absl::Status add_reader(int subtask) override;
   absl::StatusOr<BigtableChangeStreamEnumState> snapshot_state(std::int64_t checkpoint_id) override;
   absl::Status handle_source_event(int subtask, std::shared_ptr<const SourceEvent> event) override;
+  absl::Status close() override;
 
   const ChangeStreamLedger& ledger() const { return ledger_; }
   bool released() const { return released_; }
@@ -84,6 +107,7 @@ class BigtableChangeStreamEnumerator final
   SplitEnumeratorContext<BigtableChangeStreamSplit>& context_;
   BigtableStubFactory stubs_;
   BigtableAdminStubFactory admin_;
+  std::shared_ptr<CallCanceller> canceller_ = std::make_shared<CallCanceller>();
   const ChangeStreamRequestBase request_;
   const BigtableChangeStreamOptions options_;
   Clock now_;

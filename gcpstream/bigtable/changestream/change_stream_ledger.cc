@@ -181,6 +181,7 @@ void ChangeStreamLedger::release(Released& released) {
     }
     const std::string id = split.id;  // (the right side of = is evaluated first)
     ready_.push_back(id);
+    released.ids.push_back(id);
     entries_[id] = Entry{std::move(split), -1};
   }
   // Successors no pooled token lies in are done, or were superseded by a newer topology.
@@ -192,6 +193,16 @@ void ChangeStreamLedger::release(Released& released) {
                                                          });
                                    }),
                     successors_.end());
+}
+
+std::optional<BigtableChangeStreamSplit> ChangeStreamLedger::take(const std::string& split_id,
+                                                                  int subtask) {
+  auto pos = std::find(ready_.begin(), ready_.end(), split_id);
+  if (pos == ready_.end()) return std::nullopt;
+  ready_.erase(pos);
+  Entry& e = entries_.at(split_id);
+  e.subtask = subtask;
+  return e.split;
 }
 
 std::optional<BigtableChangeStreamSplit> ChangeStreamLedger::take_ready(int subtask) {
@@ -243,6 +254,22 @@ std::optional<absl::Time> ChangeStreamLedger::oldest_ready() const {
     if (!oldest || t < *oldest) oldest = t;
   }
   return oldest;
+}
+
+std::optional<RowKeyRange> ChangeStreamLedger::first_gap() const {
+  std::vector<RowKeyRange> ranges;
+  for (const auto& [id, e] : entries_) ranges.push_back(e.split.partition);
+  for (const auto& t : pool_) ranges.push_back(t.token.range);
+  std::sort(ranges.begin(), ranges.end());
+  std::string at;  // covered up to here
+  for (const auto& r : ranges) {
+    if (r.start != at) return RowKeyRange{std::min(at, r.start), std::max(at, r.start)};
+    if (r.end.empty()) {
+      return &r == &ranges.back() ? std::nullopt : std::optional<RowKeyRange>(RowKeyRange{at, ""});
+    }
+    at = r.end;
+  }
+  return RowKeyRange{at, ""};
 }
 
 int ChangeStreamLedger::held_by(int subtask) const {

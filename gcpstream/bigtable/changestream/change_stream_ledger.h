@@ -49,6 +49,7 @@ class ChangeStreamLedger {
   struct Released {
     int splits = 0;  // successors released from one parent's tokens (a move counts here)
     int merges = 0;  // successors released from several parents' tokens
+    std::vector<std::string> ids;  // the successors released, now ready
   };
   // `split_id` closed. A close of a partition the ledger no longer holds is ignored (a restore
   // replayed it). A close with no token and no new partition ends the partition (an end time was
@@ -56,6 +57,8 @@ class ChangeStreamLedger {
   // token lies in none of the new partitions.
   absl::StatusOr<Released> on_close(const std::string& split_id, const PartitionClose& close);
 
+  // Ready partition `split_id`, now held by `subtask`; nullopt when it is not ready.
+  std::optional<BigtableChangeStreamSplit> take(const std::string& split_id, int subtask);
   // The oldest ready partition, now held by `subtask`; nullopt when none is ready.
   std::optional<BigtableChangeStreamSplit> take_ready(int subtask);
   // A reader failed alone: its partitions are ready again, from the ledger's position.
@@ -84,6 +87,10 @@ class ChangeStreamLedger {
   std::set<std::string> restart_expired(absl::Time cutoff, absl::Time restart_at);
   // The smallest low watermark among ready partitions.
   std::optional<absl::Time> oldest_ready() const;
+  // Where the partitions and handed-over tokens do not tile the whole key space exactly (a
+  // range nobody reads, or read twice), as a range; nullopt when they do. An unbounded read's
+  // ledger always tiles it: a gap in a restored one means corrupt state.
+  std::optional<RowKeyRange> first_gap() const;
   // Partitions held by `subtask`.
   int held_by(int subtask) const;
   BigtableChangeStreamEnumState state(bool started) const;

@@ -96,8 +96,12 @@ v2::ReadChangeStreamRequest BuildReadChangeStreamRequest(const ChangeStreamReque
 
 ChangeStreamStreamReader::ChangeStreamStreamReader(BigtableStubFactory stubs,
                                                    ChangeStreamRequestBase request,
-                                                   Counter& reads_started)
-    : stubs_(std::move(stubs)), request_(std::move(request)), reads_started_(reads_started) {}
+                                                   Counter& reads_started,
+                                                   std::shared_ptr<Liveness> liveness)
+    : stubs_(std::move(stubs)),
+      request_(std::move(request)),
+      reads_started_(reads_started),
+      liveness_(std::move(liveness)) {}
 
 ChangeStreamStreamReader::~ChangeStreamStreamReader() { stop_all(); }
 
@@ -139,6 +143,11 @@ void ChangeStreamStreamReader::run(Stream& s) {
     }
     std::unique_lock lock(mu_);
     if (closing_) break;
+    if (s.stalled) {
+      s.stalled = false;
+      finished = false;
+      status = absl::UnavailableError("the call received nothing for four heartbeat intervals");
+    }
     if (!status.ok() && (finished || !Transient(status.code()))) {
       s.status = absl::Status(
           status.code(),
@@ -170,6 +179,7 @@ absl::Status ChangeStreamStreamReader::read_once(Stream& s, bool& finished, bool
     if (closing_) return absl::CancelledError("closing");
     s.context = context.get();
     ++open_calls_;
+    last_message_[s.split.id] = std::chrono::steady_clock::now();
     request = BuildReadChangeStreamRequest(request_, s.split);
   }
   // The context dies with this call, however it ends (an exception included): nobody may cancel
@@ -194,10 +204,13 @@ absl::Status ChangeStreamStreamReader::read_once(Stream& s, bool& finished, bool
   auto hand_over = [&](ChangeStreamElement element) {
     const std::size_t bytes = ElementBytes(element);
     std::unique_lock lock(mu_);
+    s.handing_over = true;
     cv_.wait(lock, [&] {
       return closing_ || (s.elements.size() < kHandover &&
                           (buffered_bytes_ == 0 || buffered_bytes_ + bytes <= kHandoverBytes));
     });
+    s.handing_over = false;
+    last_message_[s.split.id] = std::chrono::steady_clock::now();  // waiting was not silence
     buffered_bytes_ += bytes;
     if (element.kind != ChangeStreamElement::Kind::kClose) {
       s.split.tokens = element.tokens;
@@ -302,14 +315,31 @@ int ChangeStreamStreamReader::open_calls() const {
   return open_calls_;
 }
 
-std::chrono::milliseconds ChangeStreamStreamReader::longest_silence() const {
+void ChangeStreamStreamReader::check_liveness() {
   const auto now = std::chrono::steady_clock::now();
+  const auto limit =
+      std::max<std::chrono::milliseconds>(4 * request_.heartbeat, std::chrono::seconds(2));
   std::chrono::milliseconds longest{0};
-  std::lock_guard lock(mu_);
-  for (const auto& [id, last] : last_message_) {
-    longest = std::max(longest, std::chrono::duration_cast<std::chrono::milliseconds>(now - last));
+  for (auto& [id, s] : streams_) {
+    auto last = last_message_.find(id);
+    if (s->done || s->context == nullptr || s->handing_over || last == last_message_.end()) {
+      continue;
+    }
+    const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - last->second);
+    longest = std::max(longest, silent);
+    if (silent >= limit && !s->stalled) {
+      spdlog::warn(
+          "BigtableChangeStreamSource: ReadChangeStream of partition {} received nothing for {} "
+          "ms (heartbeats are due every {} ms); cancelling it to open it again",
+          FormatRowRange(s->split.partition), silent.count(), request_.heartbeat.count());
+      s->stalled = true;
+      s->context->TryCancel();
+    }
   }
-  return longest;
+  liveness_->open_calls.store(open_calls_);
+  liveness_->missed_heartbeat_intervals.store(
+      static_cast<int>(longest / std::max<std::chrono::milliseconds>(
+                                     request_.heartbeat, std::chrono::milliseconds(1))));
 }
 
 void ChangeStreamStreamReader::wake_up() {
@@ -325,13 +355,18 @@ absl::StatusOr<RecordsWithSplitIds<ChangeStreamElement>> ChangeStreamStreamReade
   std::vector<Stream*> ended;
   {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] {
+    const auto ready = [&] {
       if (woken_ || closing_) return true;
       for (const auto& [id, s] : streams_) {
         if (!s->elements.empty() || s->done) return true;
       }
       return false;
-    });
+    };
+    while (!ready()) {
+      cv_.wait_for(lock, std::chrono::seconds(1));
+      check_liveness();
+    }
+    check_liveness();
     woken_ = false;
     for (auto& [id, s] : streams_) {
       while (!s->elements.empty()) {

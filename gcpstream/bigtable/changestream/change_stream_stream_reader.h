@@ -44,6 +44,10 @@ struct ChangeStreamRequestBase {
 // complete element's token, after a backoff (100 ms doubling to 5 s; reset by progress); a partly
 // received change is dropped and comes again. Any other code fails the reader with its code.
 //
+// Stall: a call that received nothing (not even a heartbeat) for four heartbeat intervals, at
+// least 2 s, while not held back by the handover, is cancelled and opened again from its last
+// token (a network or service stall must not silently stop a partition).
+//
 // Rotation: while request_rotation() credits remain, the next call to receive a heartbeat —
 // or a complete mutation once it has been open for two heartbeat intervals, so a busy partition
 // that sends no heartbeat makes way too — ends there and its split finishes unclosed, for the
@@ -54,8 +58,15 @@ class ChangeStreamStreamReader final
   static constexpr std::size_t kHandover = 64;
   static constexpr std::size_t kHandoverBytes = 64 << 20;
 
+  // What the reader's gauges show, refreshed by fetch() at least once a second.
+  struct Liveness {
+    std::atomic<int> open_calls{0};
+    std::atomic<int> missed_heartbeat_intervals{0};
+  };
+
   ChangeStreamStreamReader(BigtableStubFactory stubs, ChangeStreamRequestBase request,
-                           Counter& reads_started);
+                           Counter& reads_started,
+                           std::shared_ptr<Liveness> liveness = std::make_shared<Liveness>());
   ~ChangeStreamStreamReader() override;
 
   absl::StatusOr<RecordsWithSplitIds<ChangeStreamElement>> fetch() override;
@@ -68,8 +79,6 @@ class ChangeStreamStreamReader final
   void request_rotation(int n);
   // Thread-safe: ReadChangeStream calls open now (not those waiting to reopen).
   int open_calls() const;
-  // Thread-safe: the longest time any open stream has gone without a message.
-  std::chrono::milliseconds longest_silence() const;
 
  private:
   struct Stream {
@@ -79,6 +88,8 @@ class ChangeStreamStreamReader final
     std::deque<ChangeStreamElement> elements;
     bool done = false;
     bool rotated = false;
+    bool stalled = false;       // cancelled by the stall check
+    bool handing_over = false;  // waiting for fetch() to take its elements
     absl::Status status;
   };
   void run(Stream& s);
@@ -86,11 +97,14 @@ class ChangeStreamStreamReader final
   // Takes one rotation credit, if any is left.
   bool take_rotation();
   void stop_all();
+  // Under mu_: cancels stalled calls and refreshes the liveness figures.
+  void check_liveness();
 
   BigtableStubFactory stubs_;
   std::shared_ptr<google::bigtable::v2::Bigtable::StubInterface> stub_;
   const ChangeStreamRequestBase request_;
   Counter& reads_started_;
+  std::shared_ptr<Liveness> liveness_;
   std::map<std::string, std::unique_ptr<Stream>> streams_;  // fetcher thread only (the map)
 
   mutable std::mutex
@@ -102,8 +116,7 @@ class ChangeStreamStreamReader final
   int rotating_ = 0;   // streams that rotated and were not reported finished yet
   std::size_t buffered_bytes_ = 0;
   int open_calls_ = 0;
-  // When each open stream last received a message (longest_silence() reads it from the
-  // subtask thread, so it is not kept in streams_).
+  // When each open stream last received a message.
   std::map<std::string, std::chrono::steady_clock::time_point> last_message_;
 };
 

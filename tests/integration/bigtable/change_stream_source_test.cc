@@ -280,6 +280,54 @@ TEST_F(BigtableChangeStreamSourceIT, BusyPartitionsWithoutHeartbeatsStillTakeTur
   EXPECT_GE(result.metric("changes", "changeStreamReadsStarted"), 3);
 }
 
+// Partitions that split and merge faster than queued partitions get their turn: a successor
+// goes to the reader whose partition just closed, ahead of its queue and into the slot it left,
+// so a partition is followed through the changes instead of going stale in a queue over and over.
+TEST_F(BigtableChangeStreamSourceIT, FrequentTopologyChangesLeaveNoPartitionUnread) {
+  ASSERT_TRUE(fake_->repartition({"g", "p"}).ok());
+  auto source = Source().max_concurrent_streams_per_subtask(1).heartbeat_for_tests(1s).build();
+  ASSERT_TRUE(source.ok()) << source.status();
+  auto seen = std::make_shared<Seen>();
+  auto job = Job(*source, seen, 2);
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    for (bool split = true; !stop.load(); split = !split) {
+      (void)(split ? fake_->split_at("m") : fake_->merge_at("m"));
+      std::this_thread::sleep_for(150ms);
+    }
+  });
+  std::map<std::string, std::int64_t> last;
+  for (int round = 0; round < 20; ++round) {
+    last = Workload(26, {}, std::move(last));
+    std::this_thread::sleep_for(100ms);
+  }
+  AwaitAll(*seen, last, 30s);
+  stop = true;
+  churn.join();
+  ExpectOrderedPerRow(*seen, /*allow_replay=*/false);
+  job->runner->cancel();
+  job->finish();
+}
+
+// A call that receives nothing at all (no heartbeat either: a stalled network or service) is
+// cancelled after four heartbeat intervals and opened again, and the partition goes on.
+TEST_F(BigtableChangeStreamSourceIT, ASilentCallIsCancelledAndOpenedAgain) {
+  testing::BigtableChangeStreamsFakeOptions options;
+  options.pause_heartbeats = true;
+  fake_->set_options(options);
+  auto source = Source().build();
+  ASSERT_TRUE(source.ok()) << source.status();
+  auto seen = std::make_shared<Seen>();
+  auto job = Job(*source, seen, 1);
+  std::this_thread::sleep_for(5s);  // silent: the 2 s stall limit passes twice
+  Write("a-row", 0);
+  AwaitAll(*seen, {{"a-row", 0}}, 20s);
+  job->runner->cancel();
+  const auto result = job->finish();
+  EXPECT_GE(result.metric("changes", "changeStreamReadsStarted"), 2)
+      << "the silent call was never opened again";
+}
+
 TEST_F(BigtableChangeStreamSourceIT, NothingIsLostAcrossAFailureAndARestore) {
   auto source = Source().build();
   ASSERT_TRUE(source.ok()) << source.status();

@@ -230,6 +230,26 @@ TEST_F(BigtableLedgerTest, ExpiredPositionsStartOverWithoutTokensUnderNewIds) {
   EXPECT_TRUE(right->tokens.empty());
 }
 
+TEST_F(BigtableLedgerTest, AGapOrOverlapInTheKeySpaceIsFound) {
+  ledger_.start_fresh({R("", "g"), R("g", "p"), R("p", "")}, kStart);
+  EXPECT_FALSE(ledger_.first_gap().has_value());
+  auto taken = TakeAll();
+  // A merge half done: the token waiting still covers its range.
+  ASSERT_TRUE(ledger_.on_close(taken[R("", "g")].id, {{T(R("", "g"), "A")}, {R("", "p")}}).ok());
+  EXPECT_FALSE(ledger_.first_gap().has_value());
+  auto state = ledger_.state(true);
+  auto without_middle = state;
+  without_middle.entries.erase(
+      std::remove_if(without_middle.entries.begin(), without_middle.entries.end(),
+                     [](const auto& e) { return e.split.partition == R("g", "p"); }),
+      without_middle.entries.end());
+  EXPECT_EQ(ChangeStreamLedger(without_middle).first_gap(), R("g", "p"));
+  auto no_tokens = state;
+  no_tokens.tokens.clear();
+  EXPECT_EQ(ChangeStreamLedger(no_tokens).first_gap(), R("", "g"));
+  EXPECT_TRUE(ChangeStreamLedger(BigtableChangeStreamEnumState{}).first_gap().has_value());
+}
+
 TEST_F(BigtableLedgerTest, ABoundedPartitionClosingWithoutSuccessorsEndsTheRead) {
   ledger_.start_fresh({R("", "")}, kStart);
   auto split = *ledger_.take_ready(0);
