@@ -48,6 +48,32 @@ inline double Spread(const std::vector<double>& v) {
   return med == 0 ? 0 : (*hi - *lo) / med;
 }
 
+// Interleaved repetitions of a baseline and a candidate reading the same `n` records: each one's
+// rate (records/s) and CPU-s per 100k records, per repetition.
+struct Comparison {
+  std::vector<double> base_rate, base_cpu, rate, cpu;
+};
+inline Comparison Interleave(int repetitions, double n, const std::function<Measurement()>& base,
+                             const std::function<Measurement()>& candidate) {
+  Comparison c;
+  for (int r = 0; r < repetitions; ++r) {
+    const Measurement b = base();
+    c.base_rate.push_back(n / b.wall_s);
+    c.base_cpu.push_back(b.cpu_s * 100000.0 / n);
+    const Measurement m = candidate();
+    c.rate.push_back(n / m.wall_s);
+    c.cpu.push_back(m.cpu_s * 100000.0 / n);
+  }
+  return c;
+}
+
+// One table row: the label, the medians of rate and CPU, and their spreads.
+inline void PrintRow(const char* label, const std::vector<double>& rate,
+                     const std::vector<double>& cpu, int label_width = 38) {
+  std::printf("%-*s %12.0f %24.3f   (spread %.0f%% / %.0f%%)\n", label_width, label, Median(rate),
+              Median(cpu), 100 * Spread(rate), 100 * Spread(cpu));
+}
+
 // The one machine-readable line scripts/bench.sh reads from a `--only` run: the measured
 // window's records, wall and CPU seconds, and the process's peak RSS so far.
 inline void PrintResult(const char* bench, const char* client, std::int64_t records,

@@ -196,25 +196,15 @@ int main(int argc, char** argv) {
   std::printf("%-38s %12s %24s\n", "reader", "changes/s", "CPU-s per 100k changes");
   once(false);
   once(true);
-  std::vector<double> raw_rate, raw_cpu, src_rate, src_cpu;
-  for (int r = 0; r < repetitions; ++r) {
-    Measurement raw = once(false);
-    raw_rate.push_back(n / raw.wall_s);
-    raw_cpu.push_back(raw.cpu_s * 100000.0 / n);
-    Measurement s = once(true);
-    src_rate.push_back(n / s.wall_s);
-    src_cpu.push_back(s.cpu_s * 100000.0 / n);
-  }
-  std::printf("%-38s %12.0f %24.3f   (spread %.0f%% / %.0f%%)\n", "raw ReadChangeStream threads",
-              Median(raw_rate), Median(raw_cpu), 100 * Spread(raw_rate), 100 * Spread(raw_cpu));
-  std::printf("%-38s %12.0f %24.3f   (spread %.0f%% / %.0f%%)\n",
-              "gcpstream BigtableChangeStreamSource", Median(src_rate), Median(src_cpu),
-              100 * Spread(src_rate), 100 * Spread(src_cpu));
+  const auto c = gcpstream::bench::Interleave(
+      repetitions, static_cast<double>(n), [&] { return once(false); }, [&] { return once(true); });
+  gcpstream::bench::PrintRow("raw ReadChangeStream threads", c.base_rate, c.base_cpu);
+  gcpstream::bench::PrintRow("gcpstream BigtableChangeStreamSource", c.rate, c.cpu);
   std::printf(
       "source / raw changes/s %.3f (goal >= 0.85)%s; CPU per change %.3f. CPU counts this "
       "process only (the fake runs apart).\n",
-      Median(src_rate) / Median(raw_rate),
-      std::max(Spread(raw_rate), Spread(src_rate)) > 0.10 ? " inconclusive: spread > 10%" : "",
-      Median(src_cpu) / Median(raw_cpu));
+      Median(c.rate) / Median(c.base_rate),
+      std::max(Spread(c.base_rate), Spread(c.rate)) > 0.10 ? " inconclusive: spread > 10%" : "",
+      Median(c.cpu) / Median(c.base_cpu));
   return 0;
 }

@@ -316,28 +316,19 @@ int main(int argc, char** argv) {
       "Spanner snapshot read on the emulator, %lld rows of 3 columns, %d interleaved repetitions "
       "after a warm-up; medians (spread)\n",
       static_cast<long long>(n), repetitions);
-  std::printf("%-34s %10s %22s\n", "reader", "rows/s", "CPU-s per 100k rows");
+  std::printf("%-34s %12s %24s\n", "reader", "rows/s", "CPU-s per 100k rows");
   once(false);
   once(true);
-  std::vector<double> raw_rate, raw_cpu, src_rate, src_cpu;
-  for (int r = 0; r < repetitions; ++r) {
-    Measurement raw = once(false);
-    raw_rate.push_back(n / raw.wall_s);
-    raw_cpu.push_back(raw.cpu_s * 100000.0 / n);
-    Measurement s = once(true);
-    src_rate.push_back(n / s.wall_s);
-    src_cpu.push_back(s.cpu_s * 100000.0 / n);
-  }
-  std::printf("%-34s %10.0f %22.3f   (spread %.0f%% / %.0f%%)\n", "raw ExecuteStreamingSql loop",
-              Median(raw_rate), Median(raw_cpu), 100 * Spread(raw_rate), 100 * Spread(raw_cpu));
-  std::printf("%-34s %10.0f %22.3f   (spread %.0f%% / %.0f%%)\n", "gcpstream SpannerSource (job)",
-              Median(src_rate), Median(src_cpu), 100 * Spread(src_rate), 100 * Spread(src_cpu));
+  const auto c = gcpstream::bench::Interleave(
+      repetitions, static_cast<double>(n), [&] { return once(false); }, [&] { return once(true); });
+  gcpstream::bench::PrintRow("raw ExecuteStreamingSql loop", c.base_rate, c.base_cpu, 34);
+  gcpstream::bench::PrintRow("gcpstream SpannerSource (job)", c.rate, c.cpu, 34);
   std::printf(
       "source / raw throughput %.3f (goal >= 0.85)%s; CPU per row %.3f. CPU counts this process "
       "only (the emulator runs apart).\n",
-      Median(src_rate) / Median(raw_rate),
-      std::max(Spread(raw_rate), Spread(src_rate)) > 0.10 ? " inconclusive: spread > 10%" : "",
-      Median(src_cpu) / Median(raw_cpu));
+      Median(c.rate) / Median(c.base_rate),
+      std::max(Spread(c.base_rate), Spread(c.rate)) > 0.10 ? " inconclusive: spread > 10%" : "",
+      Median(c.cpu) / Median(c.base_cpu));
 
   const ChangeBacklog backlog = SetupChanges(endpoint, changes);
   std::printf("\nChange stream backlog of %lld mods (one per inserted row), read to the end\n",
