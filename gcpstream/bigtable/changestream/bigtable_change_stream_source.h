@@ -505,6 +505,8 @@ class BigtableChangeStreamSource final
             reserved_turns_.push_back(turn);
             reserved_until_ = now + std::chrono::milliseconds(200);
             auto& timers = this->context().processing_time_service();
+            // One timer at a time: the deadline just moved to this one's.
+            if (reservation_timer_) reservation_timer_->cancel();
             reservation_timer_ =
                 timers.register_timer(timers.now() + std::chrono::milliseconds(200),
                                       [this]() -> absl::Status { return admit(); });
