@@ -377,7 +377,8 @@ void BigtableChangeStreamEnumerator::update_gauges() {
 
 absl::StatusOr<BigtableChangeStreamEnumState> BigtableChangeStreamEnumerator::snapshot_state(
     std::int64_t) {
-  return ledger_.state(started_);
+  // A restored ledger stays the restored one even before the metadata came back.
+  return ledger_.state(started_ || restored_);
 }
 
 }  // namespace gcpstream::bigtable
