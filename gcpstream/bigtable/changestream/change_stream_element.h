@@ -1,6 +1,7 @@
 #ifndef GCPSTREAM_BIGTABLE_CHANGESTREAM_CHANGE_STREAM_ELEMENT_H_
 #define GCPSTREAM_BIGTABLE_CHANGESTREAM_CHANGE_STREAM_ELEMENT_H_
 
+#include <cstddef>
 #include <optional>
 #include <vector>
 
@@ -24,6 +25,8 @@ struct ChangeStreamElement {
   // kClose
   absl::Status close_status;
   std::vector<RowKeyRange> new_partitions;
+  // What it counts against the subtask's handover budget (set by the stream reader).
+  std::size_t handover_bytes = 0;
 };
 
 }  // namespace gcpstream::bigtable

@@ -203,6 +203,7 @@ absl::Status ChangeStreamStreamReader::read_once(Stream& s, bool& finished, bool
   absl::Status broken;
   auto hand_over = [&](ChangeStreamElement element) {
     const std::size_t bytes = ElementBytes(element);
+    element.handover_bytes = bytes;  // counted once, released by fetch()
     std::unique_lock lock(mu_);
     s.handing_over = true;
     cv_.wait(lock, [&] {
@@ -370,7 +371,7 @@ absl::StatusOr<RecordsWithSplitIds<ChangeStreamElement>> ChangeStreamStreamReade
     woken_ = false;
     for (auto& [id, s] : streams_) {
       while (!s->elements.empty()) {
-        buffered_bytes_ -= std::min(buffered_bytes_, ElementBytes(s->elements.front()));
+        buffered_bytes_ -= std::min(buffered_bytes_, s->elements.front().handover_bytes);
         batch.add(id, std::move(s->elements.front()));
         s->elements.pop_front();
       }
