@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gcpstream/pubsub/admin/subscription_admin.h"
+#include "gcpstream/pubsub/client/subscriber.h"
 #include "gcpstream/pubsub/client/subscriber_stub.h"
 
 namespace gcpstream::testing {
@@ -82,6 +83,8 @@ class FakeSubscriberStub final : public pubsub::SubscriberStub {
     for (const auto& id : request.ack_ids()) {
       if (request.ack_deadline_seconds() == 0) {
         nacked_.push_back(id);
+      } else if (request.ack_deadline_seconds() == pubsub::Subscriber::kReleaseOnStopSeconds) {
+        released_.push_back(id);
       } else {
         extended_.push_back(id);
         last_extension_seconds_ = request.ack_deadline_seconds();
@@ -99,7 +102,8 @@ class FakeSubscriberStub final : public pubsub::SubscriberStub {
   }
 
   // Recorded state; read under wait_for's predicate or after the threads stopped.
-  std::vector<std::string> acked_, nacked_, extended_;
+  // nacked_: deadline 0; released_: handed back by a stopping subscriber (its short deadline).
+  std::vector<std::string> acked_, nacked_, released_, extended_;
   // Every unary Acknowledge / ModifyAckDeadline request: its id count and encoded size.
   struct SettleRequest {
     int ids = 0;
@@ -124,8 +128,8 @@ class FakeSubscriberStub final : public pubsub::SubscriberStub {
     cv_.notify_all();
   }
   std::string describe() {
-    return fmt::format("acked={} nacked={} extended={} streams={}", acked_.size(), nacked_.size(),
-                       extended_.size(), streams_opened_);
+    return fmt::format("acked={} nacked={} released={} extended={} streams={}", acked_.size(),
+                       nacked_.size(), released_.size(), extended_.size(), streams_opened_);
   }
   std::mutex& mutex() { return mu_; }
 

@@ -246,10 +246,10 @@ bool Subscriber::run_stream(int index, std::chrono::milliseconds& backoff) {
         late = stopping_;
       }
       if (late) {
-        // Arrived while stopping: hand it straight back.
+        // Arrived while stopping: hand it back (see kReleaseOnStopSeconds).
         google::pubsub::v1::ModifyAckDeadlineRequest nack;
         nack.set_subscription(subscription_);
-        nack.set_ack_deadline_seconds(0);
+        nack.set_ack_deadline_seconds(kReleaseOnStopSeconds);
         for (const auto& r : response.received_messages()) nack.add_ack_ids(r.ack_id());
         if (nack.ack_ids_size() > 0) {
           (void)stub_->modify_ack_deadline(nack, settings_.settle_rpc_timeout);
@@ -447,10 +447,11 @@ void Subscriber::settle_loop() {
         ++it;
       }
     }
+    const bool stopping = stopping_;
     const bool done_stopping = stopping_ && acks_.empty() && nacks_.empty();
     std::vector<google::pubsub::v1::ModifyAckDeadlineRequest> final_nacks;
     if (done_stopping) {
-      // Everything still leased goes back to the service for immediate redelivery.
+      // Everything still leased goes back to the service (see kReleaseOnStopSeconds).
       RequestCutter cutter;
       for (auto& [id, lease] : leases_) AppendCut(final_nacks, cutter, id);
       leases_.clear();
@@ -482,10 +483,12 @@ void Subscriber::settle_loop() {
                       subscription_, deadline, request.ack_ids_size(), status);
       }
     };
-    for (auto& r : nack_requests) modify(r, 0);
+    // A nack while stopping releases the message just after the streams close, not into them.
+    const int nack_deadline = stopping ? kReleaseOnStopSeconds : 0;
+    for (auto& r : nack_requests) modify(r, nack_deadline);
     for (auto& r : extend_requests) modify(r, extension_seconds);
     if (done_stopping) {
-      for (auto& r : final_nacks) modify(r, 0);
+      for (auto& r : final_nacks) modify(r, kReleaseOnStopSeconds);
       cancel_streams();
       break;
     }

@@ -428,9 +428,12 @@ TEST_F(PubSubReaderTest, CloseNacksPendingStagedAndBoundMessages) {
   ASSERT_TRUE(reader_->close().ok());
   std::lock_guard lock(stub_->mutex());
   EXPECT_TRUE(stub_->acked_.empty());
-  auto nacked = sorted(stub_->nacked_);
-  nacked.erase(std::unique(nacked.begin(), nacked.end()), nacked.end());
-  EXPECT_EQ(nacked, (std::vector<std::string>{"ack-bound", "ack-pending", "ack-staged"}));
+  // Handed back with the stopping subscriber's short deadline (never a 0 s nack into its own
+  // closing stream).
+  EXPECT_TRUE(stub_->nacked_.empty());
+  auto released = sorted(stub_->released_);
+  released.erase(std::unique(released.begin(), released.end()), released.end());
+  EXPECT_EQ(released, (std::vector<std::string>{"ack-bound", "ack-pending", "ack-staged"}));
 }
 
 TEST_F(PubSubReaderTest, ADownstreamFailureNacksTheMessageAtOnce) {
@@ -520,7 +523,8 @@ TEST_F(PubSubReaderTest, CrossingTheHardBudgetWhileConsumingNacksAndAsksTheCoord
   EXPECT_EQ(core().buffered_messages(), 3);
   EXPECT_EQ(core().pending_acks(), 6) << "3 with the fetcher, 3 buffered; the 7th is refused";
   ASSERT_TRUE(stub_->wait_for(5s, [](auto& f) {
-    return std::find(f.nacked_.begin(), f.nacked_.end(), "ack-7") != f.nacked_.end();
+    // Refused, and every subscriber stopped: handed back with the stopping deadline.
+    return std::find(f.released_.begin(), f.released_.end(), "ack-7") != f.released_.end();
   })) << stub_->describe();
 }
 
@@ -536,7 +540,7 @@ TEST_F(PubSubReaderTest, CrossingTheHardBudgetWithEverySplitPausedParksAndResume
   ASSERT_EQ(core().parked_splits(), 1) << stub_->describe();
   EXPECT_EQ(context_.event_count(), 0u) << "a parked group does not fail the job";
   EXPECT_EQ(core().buffered_messages(), 0);
-  ASSERT_TRUE(stub_->wait_for(5s, [](auto& f) { return f.nacked_.size() >= 3; }))
+  ASSERT_TRUE(stub_->wait_for(5s, [](auto& f) { return f.released_.size() >= 3; }))
       << stub_->describe();
   ASSERT_TRUE(reader_->pause_or_resume_splits({}, {"projects/p/subscriptions/s0#0"}).ok());
   ASSERT_TRUE(stub_->wait_for(5s, [](auto& f) { return f.streams_opened_ == 2; }))

@@ -19,8 +19,8 @@ using testing::FakeSubscriberStub;
 
 class SubscriberTest : public ::testing::Test {
  protected:
-  void start(SubscriberSettings settings = {}) {
-    settings.ack_batch_delay = 5ms;
+  void start(SubscriberSettings settings = {}, std::chrono::milliseconds ack_batch_delay = 5ms) {
+    settings.ack_batch_delay = ack_batch_delay;
     SubscriberCallbacks callbacks;
     callbacks.on_messages = [this](std::vector<ReceivedMessage> batch) {
       std::lock_guard lock(mu_);
@@ -228,7 +228,7 @@ TEST_F(SubscriberTest, ReportsANonRetryableStreamFailureOnceAndStops) {
   EXPECT_EQ(stub_->streams_opened_, 1);
 }
 
-TEST_F(SubscriberTest, StopNacksEveryMessageStillLeased) {
+TEST_F(SubscriberTest, StopHandsBackEveryMessageStillLeasedWithTheShortReleaseDeadline) {
   start();
   stub_->deliver({"1", "2", "3"});
   ASSERT_TRUE(wait_received(3));
@@ -237,9 +237,25 @@ TEST_F(SubscriberTest, StopNacksEveryMessageStillLeased) {
   ASSERT_TRUE(subscriber_->await_terminated(std::chrono::steady_clock::now() + 5s));
   std::lock_guard lock(stub_->mutex());
   EXPECT_EQ(stub_->acked_, std::vector<std::string>{"ack-1"});
-  auto nacked = stub_->nacked_;
-  std::sort(nacked.begin(), nacked.end());
-  EXPECT_EQ(nacked, (std::vector<std::string>{"ack-2", "ack-3"}));
+  // Not a 0 s nack: that would put them back onto this subscriber's own, still open stream.
+  EXPECT_TRUE(stub_->nacked_.empty());
+  auto released = stub_->released_;
+  std::sort(released.begin(), released.end());
+  EXPECT_EQ(released, (std::vector<std::string>{"ack-2", "ack-3"}));
+}
+
+TEST_F(SubscriberTest, ANackStillQueuedWhenTheSubscriberStopsIsReleasedNotBounced) {
+  start({}, std::chrono::hours(1));  // the nack waits in its batch until stop() flushes it
+  stub_->deliver({"1", "2"});
+  ASSERT_TRUE(wait_received(2));
+  subscriber_->nack({"ack-2"});
+  subscriber_->stop();
+  ASSERT_TRUE(subscriber_->await_terminated(std::chrono::steady_clock::now() + 5s));
+  std::lock_guard lock(stub_->mutex());
+  EXPECT_TRUE(stub_->nacked_.empty()) << stub_->describe();
+  auto released = stub_->released_;
+  std::sort(released.begin(), released.end());
+  EXPECT_EQ(released, (std::vector<std::string>{"ack-1", "ack-2"}));
 }
 
 TEST(SubscriberSettingsTest, RejectsOutOfRangeValuesNamingTheOption) {
