@@ -28,6 +28,7 @@ template <typename T>
 class DataStream;
 template <typename T, typename K>
 class KeyedStream;
+struct AsyncDataStream;
 
 // Builds a job (a graph of sources, operators and sinks) and runs it in this process.
 //
@@ -91,7 +92,8 @@ class StreamExecutionEnvironment {
   int add_node(runtime::GraphNode node) {
     node.id = static_cast<int>(graph_.nodes.size());
     if (node.uid.empty()) node.uid = std::to_string(node.id) + "-" + node.name;
-    if (node.input >= 0) graph_.nodes[static_cast<std::size_t>(node.input)].consumers.push_back(node.id);
+    if (node.input >= 0)
+      graph_.nodes[static_cast<std::size_t>(node.input)].consumers.push_back(node.id);
     graph_.nodes.push_back(std::move(node));
     return graph_.nodes.back().id;
   }
@@ -119,11 +121,10 @@ class DataStream {
   template <typename F, typename R = std::decay_t<std::invoke_result_t<F, T>>>
   DataStream<R> map(F fn, std::string name = "Map") {
     std::function<R(T)> f = std::move(fn);
-    return add<R>(std::move(name),
-                  [f](runtime::OutputBase* down, runtime::OperatorContext& ctx,
-                      runtime::JobServices&) {
-                    return make<runtime::MapOperator<T, R>, R>(down, ctx, f);
-                  });
+    return add<R>(std::move(name), [f](runtime::OutputBase* down, runtime::OperatorContext& ctx,
+                                       runtime::JobServices&) {
+      return make<runtime::MapOperator<T, R>, R>(down, ctx, f);
+    });
   }
 
   DataStream<T> filter(std::function<bool(const T&)> fn, std::string name = "Filter") {
@@ -134,8 +135,7 @@ class DataStream {
   }
 
   template <typename R>
-  DataStream<R> flat_map(std::function<void(T, Collector<R>&)> fn,
-                         std::string name = "FlatMap") {
+  DataStream<R> flat_map(std::function<void(T, Collector<R>&)> fn, std::string name = "FlatMap") {
     return add<R>(std::move(name), [fn](runtime::OutputBase* down, runtime::OperatorContext& ctx,
                                         runtime::JobServices&) {
       return make<runtime::FlatMapOperator<T, R>, R>(down, ctx, fn);
@@ -190,6 +190,8 @@ class DataStream {
   StreamExecutionEnvironment* environment() const { return env_; }
 
  protected:
+  friend struct AsyncDataStream;
+
   template <typename Op, typename Out, typename... Args>
   static runtime::InstantiatedOperator make(runtime::OutputBase* down,
                                             runtime::OperatorContext& ctx, const Args&... args) {
@@ -240,10 +242,9 @@ class KeyedStream : public DataStream<T> {
     auto key = key_;
     return this->template add<T>(
         std::move(name),
-        [key, fn](runtime::OutputBase* down, runtime::OperatorContext& ctx,
-                  runtime::JobServices&) {
+        [key, fn](runtime::OutputBase* down, runtime::OperatorContext& ctx, runtime::JobServices&) {
           return DataStream<T>::template make<runtime::KeyedReduceOperator<T, K>, T>(down, ctx, key,
-                                                                                   fn);
+                                                                                     fn);
         });
   }
 
@@ -270,8 +271,7 @@ class TypedSourceVertex final : public SourceVertex {
       : source_(std::move(source)), strategy_(std::move(strategy)) {}
 
   std::unique_ptr<SourceCoordinatorBase> create_coordinator(const std::string& name,
-                                                            const std::string& uid,
-                                                            int parallelism,
+                                                            const std::string& uid, int parallelism,
                                                             JobServices& services,
                                                             MetricGroup& metrics) const override {
     return std::make_unique<SourceCoordinator<T, SplitT, EnumT>>(name, uid, source_, parallelism,
