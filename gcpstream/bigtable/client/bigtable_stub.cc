@@ -2,6 +2,7 @@
 
 #include "gcpstream/connector/grpc_status.h"
 #include "gcpstream/connector/streamed_batch_call.h"
+#include "gcpstream/connector/unary_call.h"
 
 namespace gcpstream::bigtable {
 
@@ -9,6 +10,22 @@ absl::Status FromGrpc(const grpc::Status& status) { return connector::FromGrpcSt
 
 absl::Status FromRpcStatus(const google::rpc::Status& status) {
   return connector::FromRpcStatus(status);
+}
+
+namespace v2 = google::bigtable::v2;
+
+std::function<void()> BigtableDataStub::async_check_and_mutate_row(
+    std::shared_ptr<const v2::CheckAndMutateRowRequest>, std::chrono::milliseconds,
+    std::function<void(absl::StatusOr<v2::CheckAndMutateRowResponse>)> done) {
+  done(absl::UnimplementedError("this Bigtable stub does not serve CheckAndMutateRow"));
+  return [] {};
+}
+
+std::function<void()> BigtableDataStub::async_read_modify_write_row(
+    std::shared_ptr<const v2::ReadModifyWriteRowRequest>, std::chrono::milliseconds,
+    std::function<void(absl::StatusOr<v2::ReadModifyWriteRowResponse>)> done) {
+  done(absl::UnimplementedError("this Bigtable stub does not serve ReadModifyWriteRow"));
+  return [] {};
 }
 
 namespace {
@@ -33,6 +50,34 @@ class GrpcBigtableDataStub final : public BigtableDataStub {
           for (const auto& e : response.entries()) {
             result.entries.emplace_back(e.index(), FromRpcStatus(e.status()));
           }
+        },
+        std::move(done));
+  }
+
+  std::function<void()> async_check_and_mutate_row(
+      std::shared_ptr<const v2::CheckAndMutateRowRequest> request,
+      std::chrono::milliseconds timeout,
+      std::function<void(absl::StatusOr<v2::CheckAndMutateRowResponse>)> done) override {
+    return connector::StartUnaryCall<v2::CheckAndMutateRowRequest, v2::CheckAndMutateRowResponse>(
+        std::move(request), timeout,
+        [stub = stub_.get()](grpc::ClientContext* context, const v2::CheckAndMutateRowRequest* r,
+                             v2::CheckAndMutateRowResponse* response,
+                             std::function<void(grpc::Status)> cb) {
+          stub->async()->CheckAndMutateRow(context, r, response, std::move(cb));
+        },
+        std::move(done));
+  }
+
+  std::function<void()> async_read_modify_write_row(
+      std::shared_ptr<const v2::ReadModifyWriteRowRequest> request,
+      std::chrono::milliseconds timeout,
+      std::function<void(absl::StatusOr<v2::ReadModifyWriteRowResponse>)> done) override {
+    return connector::StartUnaryCall<v2::ReadModifyWriteRowRequest, v2::ReadModifyWriteRowResponse>(
+        std::move(request), timeout,
+        [stub = stub_.get()](grpc::ClientContext* context, const v2::ReadModifyWriteRowRequest* r,
+                             v2::ReadModifyWriteRowResponse* response,
+                             std::function<void(grpc::Status)> cb) {
+          stub->async()->ReadModifyWriteRow(context, r, response, std::move(cb));
         },
         std::move(done));
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "gcpstream/connector/request_batcher.h"
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
 
@@ -29,6 +30,19 @@ class BigtableDataStub {
   virtual std::function<void()> async_mutate_rows(
       std::shared_ptr<const google::bigtable::v2::MutateRowsRequest> request,
       std::chrono::milliseconds timeout, std::function<void(MutateRowsResult)> done) = 0;
+
+  // Single-row transactions: one attempt each, `timeout` its whole deadline, never retried here
+  // (neither RPC is idempotent in general). `done` runs exactly once, on an arbitrary thread,
+  // with the response or the call's status (gRPC code kept). The returned function cancels the
+  // call (best effort). Stubs that do not serve them answer UNIMPLEMENTED.
+  virtual std::function<void()> async_check_and_mutate_row(
+      std::shared_ptr<const google::bigtable::v2::CheckAndMutateRowRequest> request,
+      std::chrono::milliseconds timeout,
+      std::function<void(absl::StatusOr<google::bigtable::v2::CheckAndMutateRowResponse>)> done);
+  virtual std::function<void()> async_read_modify_write_row(
+      std::shared_ptr<const google::bigtable::v2::ReadModifyWriteRowRequest> request,
+      std::chrono::milliseconds timeout,
+      std::function<void(absl::StatusOr<google::bigtable::v2::ReadModifyWriteRowResponse>)> done);
 };
 
 std::shared_ptr<BigtableDataStub> MakeGrpcBigtableDataStub(std::shared_ptr<grpc::Channel> channel);

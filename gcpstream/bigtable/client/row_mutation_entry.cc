@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "absl/strings/escaping.h"
+#include "gcpstream/api/status_macros.h"
 #include "gcpstream/util/absl_fmt.h"
 #include "gcpstream/util/utf8.h"
 
@@ -119,28 +120,35 @@ const std::string* FamilyOf(const google::bigtable::v2::Mutation& m) {
   }
 }
 
-absl::Status ValidateEntry(const google::bigtable::v2::MutateRowsRequest::Entry& entry) {
-  // Row keys in messages are cut: a 4 KiB key is not worth a log line.
-  // Escaped: a key is bytes, and these messages end up in logs and dead-letter attributes.
-  const std::string key = absl::CHexEscape(absl::string_view(entry.row_key()).substr(0, 64));
-  if (entry.row_key().empty()) {
+std::string RowKeyForMessages(const std::string& row_key) {
+  return absl::CHexEscape(absl::string_view(row_key).substr(0, 64));
+}
+
+absl::Status ValidateRowKey(const std::string& row_key) {
+  if (row_key.empty()) {
     return absl::InvalidArgumentError("the entry has an empty row key; Bigtable requires one");
   }
-  if (entry.row_key().size() > static_cast<std::size_t>(kMaxRowKeyBytes)) {
+  if (row_key.size() > static_cast<std::size_t>(kMaxRowKeyBytes)) {
     return absl::InvalidArgumentError(
-        fmt::format("the row key starting '{}' is {} bytes; Bigtable accepts at most {}", key,
-                    entry.row_key().size(), kMaxRowKeyBytes));
+        fmt::format("the row key starting '{}' is {} bytes; Bigtable accepts at most {}",
+                    RowKeyForMessages(row_key), row_key.size(), kMaxRowKeyBytes));
   }
-  if (entry.mutations_size() == 0) {
-    return absl::InvalidArgumentError(fmt::format("the entry for row '{}' has no mutation", key));
-  }
-  if (entry.mutations_size() > kMaxMutationsPerRequest) {
+  return absl::OkStatus();
+}
+
+absl::Status ValidateMutations(
+    const std::string& row_key,
+    const google::protobuf::RepeatedPtrField<google::bigtable::v2::Mutation>& mutations) {
+  // Row keys in messages are cut: a 4 KiB key is not worth a log line.
+  // Escaped: a key is bytes, and these messages end up in logs and dead-letter attributes.
+  const std::string key = RowKeyForMessages(row_key);
+  if (mutations.size() > kMaxMutationsPerRequest) {
     return absl::InvalidArgumentError(fmt::format(
         "the entry for row '{}' carries {} mutations; Bigtable accepts at most {} in one "
         "request",
-        key, entry.mutations_size(), kMaxMutationsPerRequest));
+        key, mutations.size(), kMaxMutationsPerRequest));
   }
-  for (const auto& m : entry.mutations()) {
+  for (const auto& m : mutations) {
     // Family names are protobuf strings: a name that is not UTF-8 makes a request the service
     // cannot parse, so the entry fails here, alone, before any RPC.
     if (const std::string* family = FamilyOf(m); family != nullptr) {
@@ -163,6 +171,15 @@ absl::Status ValidateEntry(const google::bigtable::v2::MutateRowsRequest::Entry&
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status ValidateEntry(const google::bigtable::v2::MutateRowsRequest::Entry& entry) {
+  GCP_RETURN_IF_ERROR(ValidateRowKey(entry.row_key()));
+  if (entry.mutations_size() == 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("the entry for row '{}' has no mutation", RowKeyForMessages(entry.row_key())));
+  }
+  return ValidateMutations(entry.row_key(), entry.mutations());
 }
 
 absl::Status RowMutationEntry::validate() const { return ValidateEntry(entry_); }

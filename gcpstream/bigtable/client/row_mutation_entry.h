@@ -25,6 +25,15 @@ const std::string* FamilyOf(const google::bigtable::v2::Mutation& m);
 // it before any RPC (the emulator answers an empty row key with INTERNAL, the service with
 // INVALID_ARGUMENT: checking first makes both a failure of the record).
 absl::Status ValidateEntry(const google::bigtable::v2::MutateRowsRequest::Entry& entry);
+// The parts of ValidateEntry, for the other requests that carry a row key and mutations
+// (CheckAndMutateRow branches, which may be empty): the row key alone, and a mutation list (at
+// most kMaxMutationsPerRequest, UTF-8 family names, valid SetCell timestamps).
+absl::Status ValidateRowKey(const std::string& row_key);
+absl::Status ValidateMutations(
+    const std::string& row_key,
+    const google::protobuf::RepeatedPtrField<google::bigtable::v2::Mutation>& mutations);
+// A row key as error messages show it: its first 64 bytes, C-escaped.
+std::string RowKeyForMessages(const std::string& row_key);
 
 // A value for an aggregate cell (add_to_cell / merge_to_cell). The wire variants stay distinct:
 // an INT64 Sum family takes an int64 input; merging accumulator state takes bytes; `raw` is the

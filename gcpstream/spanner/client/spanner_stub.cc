@@ -2,6 +2,7 @@
 
 #include "gcpstream/connector/grpc_status.h"
 #include "gcpstream/connector/streamed_batch_call.h"
+#include "gcpstream/connector/unary_call.h"
 
 namespace gcpstream::spanner {
 namespace {
@@ -14,24 +15,12 @@ void SetTimeout(grpc::ClientContext& context, std::chrono::milliseconds timeout)
   if (timeout.count() > 0) context.set_deadline(std::chrono::system_clock::now() + timeout);
 }
 
-// One unary call on the callback API: owns its context, request and response until `done`
-// ran. `start` makes the call, e.g. stub->async()->Commit(context, request, response, cb).
+// One unary call on the callback API (connector::StartUnaryCall), not cancelled by the caller.
 template <typename Request, typename Response, typename Start>
 void CallUnary(std::shared_ptr<const Request> request, std::chrono::milliseconds timeout,
                Start start, std::function<void(absl::StatusOr<Response>)> done) {
-  struct Call {
-    grpc::ClientContext context;
-    std::shared_ptr<const Request> request;
-    Response response;
-  };
-  auto call = std::make_shared<Call>();
-  call->request = std::move(request);
-  SetTimeout(call->context, timeout);
-  start(&call->context, call->request.get(), &call->response,
-        [call, done = std::move(done)](grpc::Status status) {
-          if (!status.ok()) return done(connector::FromGrpcStatus(status));
-          done(std::move(call->response));
-        });
+  (void)connector::StartUnaryCall<Request, Response>(std::move(request), timeout, std::move(start),
+                                                     std::move(done));
 }
 
 // A streaming read on the synchronous API, pulled by one thread.

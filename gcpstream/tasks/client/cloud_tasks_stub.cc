@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "gcpstream/connector/grpc_status.h"
+#include "gcpstream/connector/unary_call.h"
 
 namespace gcpstream::tasks {
 namespace {
@@ -20,29 +21,14 @@ class GrpcCloudTasksStub final : public CloudTasksStub {
   std::function<void()> async_create_task(std::shared_ptr<const CreateTaskRequest> request,
                                           std::chrono::milliseconds timeout,
                                           CreateCallback done) override {
-    struct Call {
-      grpc::ClientContext context;
-      std::shared_ptr<const CreateTaskRequest> request;
-      Task response;
-    };
-    auto call = std::make_shared<Call>();
-    call->request = std::move(request);
-    if (timeout.count() > 0) {
-      call->context.set_deadline(std::chrono::system_clock::now() + timeout);
-    }
     const std::size_t pick = next_.fetch_add(1, std::memory_order_relaxed) % stubs_.size();
-    stubs_[pick]->async()->CreateTask(&call->context, call->request.get(), &call->response,
-                                      [call, done = std::move(done)](grpc::Status status) {
-                                        if (status.ok()) {
-                                          done(std::move(call->response));
-                                        } else {
-                                          done(connector::FromGrpcStatus(status));
-                                        }
-                                      });
-    std::weak_ptr<Call> weak = call;
-    return [weak] {
-      if (auto c = weak.lock()) c->context.TryCancel();
-    };
+    return connector::StartUnaryCall<CreateTaskRequest, Task>(
+        std::move(request), timeout,
+        [stub = stubs_[pick].get()](grpc::ClientContext* context, const CreateTaskRequest* r,
+                                    Task* response, std::function<void(grpc::Status)> cb) {
+          stub->async()->CreateTask(context, r, response, std::move(cb));
+        },
+        std::move(done));
   }
 
  private:

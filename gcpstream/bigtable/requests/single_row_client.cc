@@ -1,0 +1,203 @@
+#include "gcpstream/bigtable/requests/single_row_client.h"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "absl/cleanup/cleanup.h"
+#include "gcpstream/api/status_macros.h"
+#include "gcpstream/bigtable/sink/bigtable_sink.h"
+#include "gcpstream/connector/status_classifier.h"
+
+namespace gcpstream::bigtable {
+
+namespace v2 = google::bigtable::v2;
+
+absl::Status BigtableRequestOptions::validate() const {
+  if (max_in_flight_requests < 1) {
+    return absl::InvalidArgumentError(
+        fmt::format("maxInFlightRequests must be at least 1 (got {})", max_in_flight_requests));
+  }
+  if (request_timeout.count() < 1) {
+    return absl::InvalidArgumentError(
+        fmt::format("requestTimeout must be positive (got {} ms)", request_timeout.count()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<SingleRowClient>> SingleRowClient::create(
+    const connector::ClientOptions& client, std::shared_ptr<BigtableDataStub> stub,
+    std::string app_profile_id, BigtableRequestOptions options, MetricGroup* metrics) {
+  GCP_RETURN_IF_ERROR(options.validate());
+  if (!stub) {
+    GCP_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
+                         connector::CreateChannel(client, kBigtableTarget));
+    stub = MakeGrpcBigtableDataStub(std::move(channel));
+  }
+  return std::shared_ptr<SingleRowClient>(
+      new SingleRowClient(std::move(stub), std::move(app_profile_id), options, metrics));
+}
+
+SingleRowClient::SingleRowClient(std::shared_ptr<BigtableDataStub> stub, std::string app_profile_id,
+                                 BigtableRequestOptions options, MetricGroup* metrics)
+    : stub_(std::move(stub)),
+      app_profile_id_(std::move(app_profile_id)),
+      options_(options),
+      metrics_(metrics),
+      accepted_(metrics->counter("requestsAccepted")),
+      completed_(metrics->counter("requestsCompleted")),
+      matched_(metrics->counter("predicatesMatched")),
+      not_matched_(metrics->counter("predicatesNotMatched")),
+      empty_branches_(metrics->counter("emptyBranchesSelected")),
+      failed_(metrics->counter("requestsFailed")),
+      timed_out_(metrics->counter("requestsTimedOut")),
+      skipped_(metrics->counter("recordsSkipped")),
+      in_flight_(std::make_shared<std::atomic<std::int64_t>>(0)) {
+  auto in_flight = in_flight_;
+  metrics->gauge("inFlightRequests",
+                 [in_flight] { return static_cast<double>(in_flight->load()); });
+  // Registered now, on the subtask thread: answers arrive on gRPC threads.
+  for (int code = 1; code <= 16; ++code) {
+    metrics->counter(fmt::format("errorClass.{}.errors",
+                                 absl::StatusCodeToString(static_cast<absl::StatusCode>(code))));
+  }
+}
+
+std::uint64_t SingleRowClient::begin_call() {
+  std::lock_guard lock(mu_);
+  const std::uint64_t id = next_call_++;
+  calls_.emplace(id, nullptr);
+  in_flight_->fetch_add(1);
+  return id;
+}
+
+std::function<void()> SingleRowClient::started(std::uint64_t id, std::function<void()> cancel) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = calls_.find(id);
+    if (it != calls_.end()) it->second = std::move(cancel);  // else: it already answered
+  }
+  std::weak_ptr<SingleRowClient> weak = weak_from_this();
+  return [weak, id] {
+    auto self = weak.lock();
+    if (!self) return;
+    std::function<void()> cancel;
+    {
+      std::lock_guard lock(self->mu_);
+      auto it = self->calls_.find(id);
+      if (it == self->calls_.end() || !it->second) return;
+      cancel = it->second;
+    }
+    cancel();
+  };
+}
+
+void SingleRowClient::end_call(std::uint64_t id) {
+  {
+    std::lock_guard lock(mu_);
+    calls_.erase(id);
+    in_flight_->fetch_sub(1);
+  }
+  cv_.notify_all();
+}
+
+bool SingleRowClient::shutdown(std::chrono::milliseconds timeout) {
+  std::vector<std::function<void()>> cancels;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, cancel] : calls_) {
+      if (cancel) cancels.push_back(cancel);
+    }
+  }
+  for (auto& cancel : cancels) cancel();
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [this] { return calls_.empty(); });
+}
+
+void SingleRowClient::count_cancelled_by_timeout() {
+  failed_.inc();
+  timed_out_.inc();
+}
+
+absl::Status SingleRowClient::failed(const absl::Status& status, const std::string& rpc,
+                                     const std::string& table_name, const std::string& row_key) {
+  failed_.inc();
+  const absl::StatusCode code = status.code();
+  if (code == absl::StatusCode::kDeadlineExceeded) timed_out_.inc();
+  if (code != absl::StatusCode::kOk && static_cast<int>(code) <= 16) {
+    metrics_->counter(fmt::format("errorClass.{}.errors", absl::StatusCodeToString(code))).inc();
+  }
+  std::string hint;
+  if (code == absl::StatusCode::kDeadlineExceeded || code == absl::StatusCode::kCancelled ||
+      code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kUnknown ||
+      code == absl::StatusCode::kInternal) {
+    hint = fmt::format(
+        " (requestTimeout {} ms; the outcome is ambiguous: the request may have been applied, "
+        "and it is not retried)",
+        options_.request_timeout.count());
+  } else if (code == absl::StatusCode::kFailedPrecondition ||
+             code == absl::StatusCode::kInvalidArgument) {
+    hint =
+        " (single-row requests need an app profile with single-cluster routing and "
+        "single-row transactions allowed)";
+  }
+  return absl::Status(code,
+                      fmt::format("Bigtable {} on {} for row '{}' failed: {}{}", rpc, table_name,
+                                  RowKeyForMessages(row_key), status.message(), hint));
+}
+
+std::function<void()> SingleRowClient::start_conditional(
+    const std::string& table_name, const ConditionalRequest& request,
+    std::function<void(absl::StatusOr<ConditionalResult>)> done) {
+  auto proto = std::make_shared<const v2::CheckAndMutateRowRequest>(
+      request.to_proto(table_name, app_profile_id_));
+  const bool true_empty = request.on_match().mutation_count() == 0;
+  const bool false_empty = request.otherwise().mutation_count() == 0;
+  accepted_.inc();
+  const std::uint64_t id = begin_call();
+  auto cancel = stub_->async_check_and_mutate_row(
+      proto, options_.request_timeout,
+      [self = shared_from_this(), this, id, table_name, row_key = request.row_key(), true_empty,
+       false_empty,
+       done = std::move(done)](absl::StatusOr<v2::CheckAndMutateRowResponse> response) {
+        // Last: shutdown() waits for it, so nothing below runs after the client shut down.
+        absl::Cleanup end = [this, id] { end_call(id); };
+        if (!response.ok()) {
+          return done(failed(response.status(), "CheckAndMutateRow", table_name, row_key));
+        }
+        completed_.inc();
+        ConditionalResult result;
+        result.table_name = table_name;
+        result.row_key = row_key;
+        result.predicate_matched = response->predicate_matched();
+        (result.predicate_matched ? matched_ : not_matched_).inc();
+        result.selected_branch_has_mutations =
+            result.predicate_matched ? !true_empty : !false_empty;
+        if (!result.selected_branch_has_mutations) empty_branches_.inc();
+        done(std::move(result));
+      });
+  return started(id, std::move(cancel));
+}
+
+std::function<void()> SingleRowClient::start_read_modify_write(
+    const std::string& table_name, const ReadModifyWriteRequest& request,
+    std::function<void(absl::StatusOr<ReadModifyWriteResult>)> done) {
+  auto proto = std::make_shared<const v2::ReadModifyWriteRowRequest>(
+      request.to_proto(table_name, app_profile_id_));
+  accepted_.inc();
+  const std::uint64_t id = begin_call();
+  auto cancel = stub_->async_read_modify_write_row(
+      proto, options_.request_timeout,
+      [self = shared_from_this(), this, id, table_name, row_key = request.row_key(),
+       done = std::move(done)](absl::StatusOr<v2::ReadModifyWriteRowResponse> response) {
+        absl::Cleanup end = [this, id] { end_call(id); };
+        if (!response.ok()) {
+          return done(failed(response.status(), "ReadModifyWriteRow", table_name, row_key));
+        }
+        completed_.inc();
+        done(ReadModifyWriteResult{table_name, BigtableRow::from_proto(response->row())});
+      });
+  return started(id, std::move(cancel));
+}
+
+}  // namespace gcpstream::bigtable

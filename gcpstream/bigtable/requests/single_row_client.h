@@ -1,0 +1,95 @@
+#ifndef GCPSTREAM_BIGTABLE_REQUESTS_SINGLE_ROW_CLIENT_H_
+#define GCPSTREAM_BIGTABLE_REQUESTS_SINGLE_ROW_CLIENT_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gcpstream/api/metrics.h"
+#include "gcpstream/bigtable/client/bigtable_stub.h"
+#include "gcpstream/bigtable/requests/conditional_request.h"
+#include "gcpstream/bigtable/requests/read_modify_write_request.h"
+#include "gcpstream/connector/client_options.h"
+
+namespace gcpstream::bigtable {
+
+// The knobs of the single-row request surfaces (the spec's BigtableRequestOptions).
+struct BigtableRequestOptions {
+  // Requests in flight per subtask. On the async surface this is the operator's capacity.
+  int max_in_flight_requests = 100;
+  // One attempt's whole deadline. Neither RPC is retried by the client (see docs/bigtable.md).
+  std::chrono::milliseconds request_timeout{std::chrono::seconds(20)};
+  // INVALID_ARGUMENT naming the option for a value out of range.
+  absl::Status validate() const;
+};
+
+// The runtime behind the single-row surfaces: one stub (one channel serves every instance and
+// table: the table is named per request), the spec's single-row request metrics, and the
+// classification of answers. One per subtask; start_* are thread-safe; `done` runs on a gRPC
+// thread.
+class SingleRowClient : public std::enable_shared_from_this<SingleRowClient> {
+ public:
+  // `stub` null: a channel from `client` (emulator endpoint or credentials).
+  static absl::StatusOr<std::shared_ptr<SingleRowClient>> create(
+      const connector::ClientOptions& client, std::shared_ptr<BigtableDataStub> stub,
+      std::string app_profile_id, BigtableRequestOptions options, MetricGroup* metrics);
+
+  // Sends `request` (already validated) to `table_name`. The result or the failure: the
+  // service's status with its code kept and a message naming the table, the row and, for a
+  // deadline, requestTimeout and the ambiguity (the request may have been applied).
+  std::function<void()> start_conditional(
+      const std::string& table_name, const ConditionalRequest& request,
+      std::function<void(absl::StatusOr<ConditionalResult>)> done);
+  std::function<void()> start_read_modify_write(
+      const std::string& table_name, const ReadModifyWriteRequest& request,
+      std::function<void(absl::StatusOr<ReadModifyWriteResult>)> done);
+
+  // A record whose request step returned nothing: neither sent nor failed.
+  void count_skipped() { skipped_.inc(); }
+  // A request ended from outside (the operator timeout cancelled it).
+  void count_cancelled_by_timeout();
+  const BigtableRequestOptions& options() const { return options_; }
+  // Cancels every request in flight and waits (up to `timeout`) for their answers, so that no
+  // gRPC thread touches this client or its metrics afterwards. False at the timeout.
+  bool shutdown(std::chrono::milliseconds timeout);
+
+ private:
+  SingleRowClient(std::shared_ptr<BigtableDataStub> stub, std::string app_profile_id,
+                  BigtableRequestOptions options, MetricGroup* metrics);
+  absl::Status failed(const absl::Status& status, const std::string& rpc,
+                      const std::string& table_name, const std::string& row_key);
+  // Bookkeeping of the calls in flight: a call is registered before it starts and removed by
+  // its answer; the returned function cancels it while it is in flight.
+  std::uint64_t begin_call();
+  std::function<void()> started(std::uint64_t id, std::function<void()> cancel);
+  void end_call(std::uint64_t id);
+
+  std::shared_ptr<BigtableDataStub> stub_;
+  std::string app_profile_id_;
+  BigtableRequestOptions options_;
+  MetricGroup* metrics_;
+  Counter& accepted_;
+  Counter& completed_;
+  Counter& matched_;
+  Counter& not_matched_;
+  Counter& empty_branches_;
+  Counter& failed_;
+  Counter& timed_out_;
+  Counter& skipped_;
+  std::shared_ptr<std::atomic<std::int64_t>> in_flight_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::uint64_t next_call_ = 0;
+  std::map<std::uint64_t, std::function<void()>> calls_;  // id -> cancel (empty until started)
+};
+
+}  // namespace gcpstream::bigtable
+
+#endif  // GCPSTREAM_BIGTABLE_REQUESTS_SINGLE_ROW_CLIENT_H_
