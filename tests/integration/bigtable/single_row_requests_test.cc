@@ -31,6 +31,24 @@ struct Change {
   std::string next;
 };
 
+// Runs inputs 0..n-1 through `requests` (unordered) into a collecting sink: the job's result
+// and what reached the sink.
+template <typename Async>
+std::pair<runtime::JobResult, std::vector<typename Async::Output>> RunNumbers(const Async& requests,
+                                                                              std::int64_t n) {
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  auto sink = std::make_shared<CollectSink<typename Async::Output>>();
+  auto input = env.from_source(std::make_shared<NumberSequenceSource>(0, n - 1, 1),
+                               WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers");
+  auto results = requests.unordered_wait(input, 30s);
+  EXPECT_TRUE(results.ok()) << results.status();
+  if (!results.ok()) return {runtime::JobResult{results.status()}, {}};
+  results->sink_to(sink);
+  auto job = env.execute("single-row");
+  return {std::move(job), sink->collected()->snapshot()};
+}
+
 class SingleRowRequestsIT : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -140,19 +158,8 @@ TEST_F(SingleRowRequestsIT, ReadModifyWriteAppendsAndIncrementsAndReturnsTheChan
           })
           .build();
   ASSERT_TRUE(requests.ok()) << requests.status();
-  StreamExecutionEnvironment env;
-  env.set_parallelism(1);
-  using Out = std::pair<std::int64_t, ReadModifyWriteResult>;
-  auto sink = std::make_shared<CollectSink<Out>>();
-  auto input = env.from_source(std::make_shared<NumberSequenceSource>(0, 9, 1),
-                               WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers");
-  auto results = requests->unordered_wait(input, 30s);
-  ASSERT_TRUE(results.ok()) << results.status();
-  results->sink_to(sink);
-  auto job = env.execute("rmw");
+  auto [job, out] = RunNumbers(*requests, 10);
   ASSERT_TRUE(job.status.ok()) << job.status;
-
-  auto out = sink->collected()->snapshot();
   ASSERT_EQ(out.size(), 10u);
   for (const auto& [input, result] : out) {
     SCOPED_TRACE(::testing::Message() << "input " << input);
@@ -190,15 +197,7 @@ TEST_F(SingleRowRequestsIT, AnIncrementOfACellThatIsNotACounterFailsTheJobKeepin
                       })
                       .build();
   ASSERT_TRUE(requests.ok()) << requests.status();
-  StreamExecutionEnvironment env;
-  env.set_parallelism(1);
-  auto sink = std::make_shared<CollectSink<std::pair<std::int64_t, ReadModifyWriteResult>>>();
-  auto input = env.from_source(std::make_shared<NumberSequenceSource>(0, 0, 1),
-                               WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers");
-  auto results = requests->unordered_wait(input, 30s);
-  ASSERT_TRUE(results.ok()) << results.status();
-  results->sink_to(sink);
-  auto job = env.execute("rmw-bad");
+  auto [job, out] = RunNumbers(*requests, 1);
   ASSERT_FALSE(job.status.ok());
   // Measured: the emulator answers UNKNOWN "increment on non-64-bit value"; the code reaches
   // the job unchanged, with the service's message.
@@ -206,7 +205,7 @@ TEST_F(SingleRowRequestsIT, AnIncrementOfACellThatIsNotACounterFailsTheJobKeepin
   EXPECT_NE(job.status.message().find("non-64-bit"), std::string::npos) << job.status;
   EXPECT_NE(job.status.message().find("ReadModifyWriteRow"), std::string::npos) << job.status;
   EXPECT_NE(job.status.message().find(name()), std::string::npos) << job.status;
-  EXPECT_TRUE(sink->collected()->snapshot().empty());
+  EXPECT_TRUE(out.empty());
   EXPECT_EQ(Newest("bad", "counters", "balance"), "abc") << "nothing applied";
 }
 
