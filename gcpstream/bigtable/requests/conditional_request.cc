@@ -126,6 +126,11 @@ ConditionalFilter ConditionalFilter::interleave(std::vector<ConditionalFilter> f
 ConditionalRequest::ConditionalRequest(std::string row_key, ConditionalFilter predicate)
     : predicate_(std::move(predicate)), on_match_(row_key), otherwise_(std::move(row_key)) {}
 
+std::int64_t ConditionalRequest::byte_size() const {
+  return static_cast<std::int64_t>(row_key().size() + predicate_.proto().ByteSizeLong()) +
+         on_match_.byte_size() + otherwise_.byte_size();
+}
+
 absl::Status ConditionalRequest::validate() const {
   GCP_RETURN_IF_ERROR(ValidateRowKey(row_key()));
   if (on_match_.mutation_count() == 0 && otherwise_.mutation_count() == 0) {

@@ -67,6 +67,8 @@ class ConditionalRequest {
   const RowMutationEntry& otherwise() const { return otherwise_; }
   const std::string& row_key() const { return on_match_.row_key(); }
   const ConditionalFilter& predicate() const { return predicate_; }
+  // Serialized size of the key, the predicate and both branches (the in-flight byte cap).
+  std::int64_t byte_size() const;
 
   // INVALID_ARGUMENT when the request cannot be sent: an empty or oversized row key, both
   // branches empty, a branch over 100,000 mutations (Bigtable's per-request limit, per branch),

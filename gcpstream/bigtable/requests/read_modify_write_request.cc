@@ -29,6 +29,12 @@ ReadModifyWriteRequest& ReadModifyWriteRequest::increment(std::string family, st
   return *this;
 }
 
+std::int64_t ReadModifyWriteRequest::byte_size() const {
+  std::size_t bytes = row_key_.size();
+  for (const auto& rule : rules_) bytes += rule.ByteSizeLong();
+  return static_cast<std::int64_t>(bytes);
+}
+
 absl::Status ReadModifyWriteRequest::validate() const {
   GCP_RETURN_IF_ERROR(ValidateRowKey(row_key_));
   const std::string key = RowKeyForMessages(row_key_);

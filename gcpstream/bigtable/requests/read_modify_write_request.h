@@ -29,6 +29,8 @@ class ReadModifyWriteRequest {
 
   const std::string& row_key() const { return row_key_; }
   std::int64_t rule_count() const { return static_cast<std::int64_t>(rules_.size()); }
+  // Serialized size of the key and the rules (the in-flight byte cap).
+  std::int64_t byte_size() const;
 
   // INVALID_ARGUMENT for: an empty or oversized row key, no rule, more than 100,000 rules
   // (Bigtable's per-request limit), an empty append value, a family name that is not UTF-8.

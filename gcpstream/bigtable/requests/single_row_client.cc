@@ -7,7 +7,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/bigtable/sink/bigtable_sink.h"
-#include "gcpstream/connector/status_classifier.h"
+#include "gcpstream/connector/failure_router.h"
 
 namespace gcpstream::bigtable {
 
@@ -27,23 +27,24 @@ absl::Status BigtableRequestOptions::validate() const {
 
 absl::StatusOr<std::shared_ptr<SingleRowClient>> SingleRowClient::create(
     const connector::ClientOptions& client, std::shared_ptr<BigtableDataStub> stub,
-    std::string app_profile_id, BigtableRequestOptions options, MetricGroup* metrics) {
+    std::string app_profile_id, BigtableRequestOptions options, MetricGroup* metrics,
+    bool async_surface) {
   GCP_RETURN_IF_ERROR(options.validate());
   if (!stub) {
     GCP_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> channel,
                          connector::CreateChannel(client, kBigtableTarget));
     stub = MakeGrpcBigtableDataStub(std::move(channel));
   }
-  return std::shared_ptr<SingleRowClient>(
-      new SingleRowClient(std::move(stub), std::move(app_profile_id), options, metrics));
+  return std::shared_ptr<SingleRowClient>(new SingleRowClient(
+      std::move(stub), std::move(app_profile_id), options, metrics, async_surface));
 }
 
 SingleRowClient::SingleRowClient(std::shared_ptr<BigtableDataStub> stub, std::string app_profile_id,
-                                 BigtableRequestOptions options, MetricGroup* metrics)
+                                 BigtableRequestOptions options, MetricGroup* metrics,
+                                 bool async_surface)
     : stub_(std::move(stub)),
       app_profile_id_(std::move(app_profile_id)),
       options_(options),
-      metrics_(metrics),
       accepted_(metrics->counter("requestsAccepted")),
       completed_(metrics->counter("requestsCompleted")),
       matched_(metrics->counter("predicatesMatched")),
@@ -53,13 +54,16 @@ SingleRowClient::SingleRowClient(std::shared_ptr<BigtableDataStub> stub, std::st
       timed_out_(metrics->counter("requestsTimedOut")),
       skipped_(metrics->counter("recordsSkipped")),
       in_flight_(std::make_shared<std::atomic<std::int64_t>>(0)) {
+  if (!async_surface) return;
   auto in_flight = in_flight_;
   metrics->gauge("inFlightRequests",
                  [in_flight] { return static_cast<double>(in_flight->load()); });
   // Registered now, on the subtask thread: answers arrive on gRPC threads.
-  for (int code = 1; code <= 16; ++code) {
-    metrics->counter(fmt::format("errorClass.{}.errors",
-                                 absl::StatusCodeToString(static_cast<absl::StatusCode>(code))));
+  for (int code = 1; code < static_cast<int>(error_class_.size()); ++code) {
+    error_class_[static_cast<std::size_t>(code)] =
+        &metrics->add_group("errorClass")
+             .add_group(connector::ErrorClassName(static_cast<absl::StatusCode>(code)))
+             .counter("errors");
   }
 }
 
@@ -124,9 +128,8 @@ absl::Status SingleRowClient::failed(const absl::Status& status, const std::stri
   failed_.inc();
   const absl::StatusCode code = status.code();
   if (code == absl::StatusCode::kDeadlineExceeded) timed_out_.inc();
-  if (code != absl::StatusCode::kOk && static_cast<int>(code) <= 16) {
-    metrics_->counter(fmt::format("errorClass.{}.errors", absl::StatusCodeToString(code))).inc();
-  }
+  const auto index = static_cast<std::size_t>(code);
+  if (index < error_class_.size() && error_class_[index] != nullptr) error_class_[index]->inc();
   std::string hint;
   if (code == absl::StatusCode::kDeadlineExceeded || code == absl::StatusCode::kCancelled ||
       code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kUnknown ||

@@ -1,6 +1,7 @@
 #ifndef GCPSTREAM_BIGTABLE_REQUESTS_SINGLE_ROW_CLIENT_H_
 #define GCPSTREAM_BIGTABLE_REQUESTS_SINGLE_ROW_CLIENT_H_
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -37,9 +38,12 @@ struct BigtableRequestOptions {
 class SingleRowClient : public std::enable_shared_from_this<SingleRowClient> {
  public:
   // `stub` null: a channel from `client` (emulator endpoint or credentials).
+  // `async_surface`: the client also keeps the inFlightRequests gauge and the
+  // errorClass.<CODE>.errors counters (on the sink surface the writer core keeps both).
   static absl::StatusOr<std::shared_ptr<SingleRowClient>> create(
       const connector::ClientOptions& client, std::shared_ptr<BigtableDataStub> stub,
-      std::string app_profile_id, BigtableRequestOptions options, MetricGroup* metrics);
+      std::string app_profile_id, BigtableRequestOptions options, MetricGroup* metrics,
+      bool async_surface = true);
 
   // Sends `request` (already validated) to `table_name`. The result or the failure: the
   // service's status with its code kept and a message naming the table, the row and, for a
@@ -62,7 +66,7 @@ class SingleRowClient : public std::enable_shared_from_this<SingleRowClient> {
 
  private:
   SingleRowClient(std::shared_ptr<BigtableDataStub> stub, std::string app_profile_id,
-                  BigtableRequestOptions options, MetricGroup* metrics);
+                  BigtableRequestOptions options, MetricGroup* metrics, bool async_surface);
   absl::Status failed(const absl::Status& status, const std::string& rpc,
                       const std::string& table_name, const std::string& row_key);
   // Bookkeeping of the calls in flight: a call is registered before it starts and removed by
@@ -74,7 +78,6 @@ class SingleRowClient : public std::enable_shared_from_this<SingleRowClient> {
   std::shared_ptr<BigtableDataStub> stub_;
   std::string app_profile_id_;
   BigtableRequestOptions options_;
-  MetricGroup* metrics_;
   Counter& accepted_;
   Counter& completed_;
   Counter& matched_;
@@ -84,6 +87,8 @@ class SingleRowClient : public std::enable_shared_from_this<SingleRowClient> {
   Counter& timed_out_;
   Counter& skipped_;
   std::shared_ptr<std::atomic<std::int64_t>> in_flight_;
+  // errorClass.<CODE>.errors by code (async surface only; null otherwise).
+  std::array<Counter*, 17> error_class_{};
   std::mutex mu_;
   std::condition_variable cv_;
   std::uint64_t next_call_ = 0;

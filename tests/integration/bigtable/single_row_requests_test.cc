@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gcpstream/bigtable/requests/bigtable_request_async.h"
+#include "gcpstream/bigtable/requests/single_row_sink.h"
 #include "gcpstream/runtime/builtin/collect_sink.h"
 #include "gcpstream/runtime/builtin/number_sequence_source.h"
 #include "tests/support/bigtable_emulator.h"
@@ -207,6 +208,61 @@ TEST_F(SingleRowRequestsIT, AnIncrementOfACellThatIsNotACounterFailsTheJobKeepin
   EXPECT_NE(job.status.message().find(name()), std::string::npos) << job.status;
   EXPECT_TRUE(out.empty());
   EXPECT_EQ(Newest("bad", "counters", "balance"), "abc") << "nothing applied";
+}
+
+TEST_F(SingleRowRequestsIT, TheSinksApplyEveryRecordOnceInAJobWithCheckpoints) {
+  // Conditional: create each user row only if absent (the second record of a row finds it).
+  auto insert_if_absent =
+      BigtableConditionalSink<std::int64_t>::builder()
+          .table(TableDestination::of(kProject, kInstance, table_))
+          .emulator_endpoint(endpoint_)
+          .serializer([](const std::int64_t& i) -> std::optional<ConditionalRequest> {
+            ConditionalRequest r("user#" + std::to_string(i % 50),
+                                 ConditionalFilter::cell_exists("profile", "created"));
+            // A distinct version per record: a second creation would show as a second cell.
+            r.otherwise().set_cell("profile", "created", (i + 1) * 1000, std::to_string(i));
+            return r;
+          })
+          .build();
+  ASSERT_TRUE(insert_if_absent.ok()) << insert_if_absent.status();
+  // Read-modify-write: count every record per account.
+  auto count = BigtableReadModifyWriteSink<std::int64_t>::builder()
+                   .table(TableDestination::of(kProject, kInstance, table_))
+                   .emulator_endpoint(endpoint_)
+                   .serializer([](const std::int64_t& i) -> std::optional<ReadModifyWriteRequest> {
+                     ReadModifyWriteRequest r("account#" + std::to_string(i % 7));
+                     r.increment("counters", "n", 1);
+                     return r;
+                   })
+                   .build();
+  ASSERT_TRUE(count.ok()) << count.status();
+  StreamExecutionEnvironment env;
+  env.set_parallelism(2);
+  env.enable_checkpointing(20ms);
+  auto input = env.from_source(std::make_shared<NumberSequenceSource>(0, 699, 4),
+                               WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers");
+  input.sink_to(*insert_if_absent, "insert if absent");
+  input.sink_to(*count, "count");
+  auto job = env.execute("single-row-sinks");
+  ASSERT_TRUE(job.status.ok()) << job.status;
+
+  auto rows = client_->read_rows(name());
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  for (int u = 0; u < 50; ++u) {
+    const std::string key = "user#" + std::to_string(u);
+    ASSERT_TRUE(rows->count(key)) << key << " was never created";
+    int created = 0;
+    for (const auto& c : rows->at(key)) created += c.qualifier == "created" ? 1 : 0;
+    EXPECT_EQ(created, 1) << key << ": only the first record creates it";
+  }
+  std::int64_t total = 0;
+  for (int a = 0; a < 7; ++a) {
+    auto n = DecodeCounter(Newest("account#" + std::to_string(a), "counters", "n"));
+    ASSERT_TRUE(n.ok()) << n.status();
+    EXPECT_EQ(*n, 100) << "account " << a;
+    total += *n;
+  }
+  EXPECT_EQ(total, 700);
 }
 
 }  // namespace

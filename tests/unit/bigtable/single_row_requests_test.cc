@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gcpstream/bigtable/requests/bigtable_request_async.h"
+#include "gcpstream/bigtable/requests/single_row_sink.h"
 #include "gcpstream/runtime/builtin/collect_sink.h"
 #include "gcpstream/runtime/builtin/number_sequence_source.h"
 
@@ -219,6 +220,114 @@ TEST(BigtableRequestAsyncTest, TheBuilderNamesWhatIsMissing) {
           .request_options(bad)
           .build();
   EXPECT_NE(bad_options.status().message().find("maxInFlightRequests"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gcpstream::bigtable
+
+namespace gcpstream::bigtable {
+namespace {
+
+// Answers by row key: "invalid*" INVALID_ARGUMENT, "unavailable*" UNAVAILABLE, "match*" a
+// matched predicate, anything else a predicate that did not match.
+class ScriptedStub final : public BigtableDataStub {
+ public:
+  std::function<void()> async_mutate_rows(std::shared_ptr<const v2::MutateRowsRequest>,
+                                          std::chrono::milliseconds,
+                                          std::function<void(MutateRowsResult)>) override {
+    return [] {};
+  }
+  std::function<void()> async_check_and_mutate_row(
+      std::shared_ptr<const v2::CheckAndMutateRowRequest> request, std::chrono::milliseconds,
+      std::function<void(absl::StatusOr<v2::CheckAndMutateRowResponse>)> done) override {
+    sent.fetch_add(1);
+    const std::string& key = request->row_key();
+    if (key.rfind("invalid", 0) == 0) {
+      done(absl::InvalidArgumentError("bad request"));
+    } else if (key.rfind("unavailable", 0) == 0) {
+      done(absl::UnavailableError("connection reset"));
+    } else {
+      v2::CheckAndMutateRowResponse r;
+      r.set_predicate_matched(key.rfind("match", 0) == 0);
+      done(r);
+    }
+    return [] {};
+  }
+  std::atomic<int> sent{0};
+};
+
+struct Keyed {
+  std::string key;
+  bool with_otherwise = true;
+};
+
+runtime::JobResult RunSink(std::shared_ptr<BigtableDataStub> stub, std::vector<Keyed> inputs,
+                           std::shared_ptr<connector::FailureHandler> handler,
+                           EmptyBranchPolicy policy = EmptyBranchPolicy::kIgnore) {
+  auto sink = BigtableConditionalSink<Keyed>::builder()
+                  .table(TableDestination::of("p", "i", "t"))
+                  .stub_for_testing(std::move(stub))
+                  .failure_handler(std::move(handler))
+                  .empty_branch_policy(policy)
+                  .serializer([](const Keyed& k) -> std::optional<ConditionalRequest> {
+                    if (k.key == "skip") return std::nullopt;
+                    ConditionalRequest r(k.key, ConditionalFilter::row_exists());
+                    r.on_match().delete_row();
+                    if (k.with_otherwise) r.otherwise().set_cell("f", "q", 1000, "v");
+                    if (k.key == "empty-key") return ConditionalRequest("", r.predicate());
+                    return r;
+                  })
+                  .build();
+  EXPECT_TRUE(sink.ok()) << sink.status();
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  const auto n = static_cast<std::int64_t>(inputs.size());
+  env.from_source(std::make_shared<NumberSequenceSource>(0, n - 1, 1),
+                  WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers")
+      .map([inputs](std::int64_t i) { return inputs[static_cast<std::size_t>(i)]; })
+      .sink_to(*sink, "conditional sink");
+  return env.execute("single-row-sink");
+}
+
+TEST(SingleRowSinkTest, RejectionsAndInvalidRequestsReachTheHandlerAndTheRestIsSent) {
+  auto stub = std::make_shared<ScriptedStub>();
+  std::mutex mu;
+  std::vector<std::string> routed;
+  auto handler = connector::FailureHandler::custom([&](const connector::FailedElement& e) {
+    std::lock_guard lock(mu);
+    routed.push_back(std::string(e.status().message()));
+    return absl::OkStatus();
+  });
+  auto result =
+      RunSink(stub, {{"match-1"}, {"invalid-1"}, {"skip"}, {"empty-key"}, {"other"}}, handler);
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  EXPECT_EQ(stub->sent.load(), 3) << "skipped and invalid requests are never sent";
+  std::lock_guard lock(mu);
+  ASSERT_EQ(routed.size(), 2u) << ::testing::PrintToString(routed);
+  EXPECT_NE(routed[0].find("bad request"), std::string::npos) << routed[0];
+  EXPECT_NE(routed[1].find("empty row key"), std::string::npos) << routed[1];
+}
+
+TEST(SingleRowSinkTest, AnAmbiguousFailureFailsTheJobEvenWithADroppingHandler) {
+  auto stub = std::make_shared<ScriptedStub>();
+  auto result =
+      RunSink(stub, {{"match-1"}, {"unavailable-2"}}, connector::FailureHandler::log_and_drop());
+  EXPECT_EQ(result.status.code(), absl::StatusCode::kUnavailable) << result.status;
+  EXPECT_NE(result.status.message().find("ambiguous"), std::string::npos) << result.status;
+  EXPECT_NE(result.status.message().find("projects/p/instances/i/tables/t"), std::string::npos)
+      << result.status;
+}
+
+TEST(SingleRowSinkTest, TheFailPolicyFailsOnAnEmptySelectedBranchWhateverTheHandler) {
+  auto stub = std::make_shared<ScriptedStub>();
+  Keyed no_otherwise{"other", /*with_otherwise=*/false};
+  auto ignored = RunSink(stub, {no_otherwise}, connector::FailureHandler::log_and_drop());
+  EXPECT_TRUE(ignored.status.ok()) << "kIgnore accepts an empty selected branch";
+  auto failed = RunSink(stub, {no_otherwise}, connector::FailureHandler::log_and_drop(),
+                        EmptyBranchPolicy::kFail);
+  EXPECT_EQ(failed.status.code(), absl::StatusCode::kFailedPrecondition) << failed.status;
+  EXPECT_NE(failed.status.message().find("EmptyBranchPolicy FAIL"), std::string::npos)
+      << failed.status;
 }
 
 }  // namespace
