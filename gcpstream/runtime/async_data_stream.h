@@ -79,10 +79,12 @@ struct AsyncDataStream {
     return in.template add<Out>(
         std::move(name),
         [prototype, config, retry](runtime::OutputBase* down, runtime::OperatorContext& ctx,
-                                   runtime::JobServices&) {
+                                   runtime::JobServices& services) {
+          runtime::AsyncWaitConfig c = config;
+          c.checkpointing = services.config.checkpointing.interval.count() > 0;
           auto op = std::make_unique<runtime::AsyncWaitOperator<In, Out>>(
-              std::make_unique<Fn>(*prototype), config, retry,
-              static_cast<runtime::Output<Out>*>(down), ctx);
+              std::make_unique<Fn>(*prototype), c, retry, static_cast<runtime::Output<Out>*>(down),
+              ctx);
           runtime::OutputBase* input = static_cast<runtime::Output<In>*>(op.get());
           return runtime::InstantiatedOperator{std::move(op), input};
         });

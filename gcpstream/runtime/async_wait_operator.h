@@ -43,6 +43,9 @@ struct AsyncWaitConfig {
   // Inputs (and watermarks waiting behind them) the operator holds at once; at the cap the
   // subtask stops taking input (back-pressure) until one leaves.
   int capacity = 100;
+  // Whether the job takes periodic checkpoints (set by AsyncDataStream from the job's
+  // configuration): an input type without a ValueCodec is then refused when the operator opens.
+  bool checkpointing = false;
 };
 
 // The operator behind AsyncDataStream (Flink's AsyncWaitOperator).
@@ -106,6 +109,15 @@ class AsyncWaitOperator final : public OneInputOperator<In, Out> {
   }
 
   absl::Status open() override {
+    if constexpr (!Encodable<In>) {
+      if (config_.checkpointing) {
+        return absl::FailedPreconditionError(fmt::format(
+            "'{}' keeps its in-flight inputs in checkpoints, and its input type has no "
+            "ValueCodec ({}); specialize gcpstream::ValueCodec for it, or run the job without "
+            "checkpoints",
+            ctx_.operator_name, typeid(In).name()));
+      }
+    }
     AsyncFunctionContext context{ctx_.operator_name, ctx_.subtask_index, ctx_.parallelism,
                                  ctx_.attempt_number, ctx_.metric_group};
     GCP_RETURN_IF_ERROR(fn_->open(context));
@@ -136,6 +148,15 @@ class AsyncWaitOperator final : public OneInputOperator<In, Out> {
     return absl::OkStatus();
   }
 
+  // From here to snapshot_state() nothing is emitted: a barrier may already be on its way
+  // downstream (another output of this subtask yields while sending it, running this
+  // operator's completions), and a result sent after it must not leave the queue the snapshot
+  // stores.
+  absl::Status prepare_snapshot_pre_barrier(std::int64_t) override {
+    holding_ = true;
+    return absl::OkStatus();
+  }
+
   absl::Status finish() override {
     // End of input: every input still in flight completes (or times out) before the
     // downstream finishes.
@@ -163,9 +184,13 @@ class AsyncWaitOperator final : public OneInputOperator<In, Out> {
         ValueCodec<In>::encode(entry.input->value, w);
         state.add(kAsyncInputsList, kAsyncInputsVersion, w.take());
       }
+      release_hold();
       return absl::OkStatus();
     } else {
-      if (in_flight_->load(std::memory_order_relaxed) == 0) return absl::OkStatus();
+      if (in_flight_->load(std::memory_order_relaxed) == 0) {
+        release_hold();
+        return absl::OkStatus();
+      }
       return absl::FailedPreconditionError(fmt::format(
           "'{}' holds async inputs in flight at a checkpoint, and their type has no "
           "ValueCodec ({}); specialize gcpstream::ValueCodec to make them checkpointable",
@@ -181,7 +206,8 @@ class AsyncWaitOperator final : public OneInputOperator<In, Out> {
     std::uint64_t id = 0;
     std::optional<StreamRecord<In>> input;  // empty: a watermark entry
     std::int64_t watermark = 0;
-    int attempt = 0;
+    int attempt = 0;  // generation of the outcome that counts (retries and the timeout bump it)
+    int calls = 0;    // async_invoke() calls made for the input
     bool done = false;
     bool timed_out = false;
     std::vector<Out> results;
@@ -218,8 +244,25 @@ class AsyncWaitOperator final : public OneInputOperator<In, Out> {
     int priority_;
   };
 
+  // After a snapshot: what completed meanwhile leaves, in a mail of its own.
+  void release_hold() {
+    if (!holding_) return;
+    holding_ = false;
+    std::weak_ptr<Mailman> weak = mailman_;
+    ctx_.mailbox_executor->execute(
+        [weak]() -> absl::Status {
+          auto m = weak.lock();
+          if (!m || m->op == nullptr) return absl::OkStatus();
+          return m->op->emit_ready();
+        },
+        "async operator: emit after a checkpoint");
+  }
+
   absl::Status await_room() {
     if (queue_.size() < static_cast<std::size_t>(config_.capacity)) return absl::OkStatus();
+    // Holding for a checkpoint, nothing can leave: take the record beyond the capacity rather
+    // than wait for room that cannot come before the snapshot.
+    if (holding_) return absl::OkStatus();
     GCP_RETURN_IF_ERROR(ctx_.mailbox_executor->yield_until([this] {
       return queue_.size() < static_cast<std::size_t>(config_.capacity) || !failure_.ok();
     }));
@@ -243,6 +286,7 @@ class AsyncWaitOperator final : public OneInputOperator<In, Out> {
   }
 
   void invoke(Entry& entry) {
+    ++entry.calls;
     fn_->async_invoke(entry.input->value,
                       ResultFuture<Out>(std::weak_ptr<internal::AsyncResultSink<Out>>(mailman_),
                                         entry.id, entry.attempt));
@@ -286,9 +330,10 @@ class AsyncWaitOperator final : public OneInputOperator<In, Out> {
     if (!outcome.ok()) {
       const absl::Status& error = outcome.status();
       failure_ = absl::Status(
-          error.code(), fmt::format("async operator '{}' failed an input (after {} attempt{}): {}",
-                                    ctx_.operator_name, entry.attempt + 1,
-                                    entry.attempt == 0 ? "" : "s", error.message()));
+          error.code(),
+          fmt::format("async operator '{}' failed an input (after {} call{}{}): {}",
+                      ctx_.operator_name, entry.calls, entry.calls == 1 ? "" : "s",
+                      entry.timed_out ? " and the operator timeout" : "", error.message()));
       return failure_;
     }
     entry.done = true;
@@ -330,6 +375,7 @@ class AsyncWaitOperator final : public OneInputOperator<In, Out> {
 
   // Emits what the ordering allows, from the head of the queue.
   absl::Status emit_ready() {
+    if (holding_) return absl::OkStatus();
     auto it = queue_.begin();
     while (it != queue_.end()) {
       if (!it->input) {  // a watermark: only once everything before it left
@@ -370,6 +416,7 @@ class AsyncWaitOperator final : public OneInputOperator<In, Out> {
   std::vector<StreamRecord<In>> restored_;
   std::uint64_t next_id_ = 0;
   bool opened_ = false;
+  bool holding_ = false;  // between prepare_snapshot_pre_barrier and snapshot_state
   absl::Status failure_;
 };
 

@@ -29,9 +29,9 @@ struct ConditionalTraits {
   using Request = ConditionalRequest;
   using Result = ConditionalResult;
   static constexpr const char* kRpc = "CheckAndMutateRow";
-  static std::function<void()> start(SingleRowClient& client, const std::string& table,
-                                     const Request& request,
-                                     std::function<void(absl::StatusOr<Result>)> done) {
+  static SingleRowClient::Cancel start(SingleRowClient& client, const std::string& table,
+                                       const Request& request,
+                                       std::function<void(absl::StatusOr<Result>)> done) {
     return client.start_conditional(table, request, std::move(done));
   }
 };
@@ -39,9 +39,9 @@ struct ReadModifyWriteTraits {
   using Request = ReadModifyWriteRequest;
   using Result = ReadModifyWriteResult;
   static constexpr const char* kRpc = "ReadModifyWriteRow";
-  static std::function<void()> start(SingleRowClient& client, const std::string& table,
-                                     const Request& request,
-                                     std::function<void(absl::StatusOr<Result>)> done) {
+  static SingleRowClient::Cancel start(SingleRowClient& client, const std::string& table,
+                                       const Request& request,
+                                       std::function<void(absl::StatusOr<Result>)> done) {
     return client.start_read_modify_write(table, request, std::move(done));
   }
 };
@@ -212,7 +212,7 @@ class BigtableRequestAsync {
     }
 
     void timeout(const T& input, ResultFuture<Output> result) override {
-      std::function<void()> cancel;
+      SingleRowClient::Cancel cancel;
       {
         std::lock_guard lock(pending_->mu);
         auto it = pending_->calls.find(&input);
@@ -227,8 +227,7 @@ class BigtableRequestAsync {
             "input (between retry attempts, or answered as the timeout fired)",
             operator_name_, config_->operator_timeout.count(), Traits::kRpc)));
       }
-      cancel();
-      client_->count_cancelled_by_timeout();
+      cancel(/*for_operator_timeout=*/true);
       result.complete_exceptionally(absl::DeadlineExceededError(fmt::format(
           "'{}': the operator timeout ({} ms) elapsed before Bigtable answered the {} request "
           "(requestTimeout {} ms); it was cancelled, and whether it was applied is unknown",
@@ -241,7 +240,7 @@ class BigtableRequestAsync {
       std::mutex mu;
       std::uint64_t next_id = 0;
       // By input: the call's id and its cancel function (empty until the call started).
-      std::map<const T*, std::pair<std::uint64_t, std::function<void()>>> calls;
+      std::map<const T*, std::pair<std::uint64_t, SingleRowClient::Cancel>> calls;
     };
     std::shared_ptr<const Config> config_;
     std::shared_ptr<SingleRowClient> client_;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "gcpstream/api/status_macros.h"
+#include "gcpstream/util/utf8.h"
 
 namespace gcpstream::bigtable {
 namespace {
@@ -26,6 +27,28 @@ absl::Status CheckAggregateTimestamps(const std::string& row_key, const char* br
           "timestamp; AddToCell and MergeToCell need one",
           branch, RowKeyForMessages(row_key)));
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckFamily(const std::string& family) {
+  if (family.empty()) {
+    return absl::InvalidArgumentError("a conditional filter names an empty column family");
+  }
+  if (auto at = util::InvalidUtf8At(family)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "a conditional filter names a column family that is not valid UTF-8 (byte {})", *at));
+  }
+  return absl::OkStatus();
+}
+
+// The first error among parts, or one for an empty composition.
+absl::Status FirstError(const std::vector<ConditionalFilter>& parts, const char* what) {
+  if (parts.empty()) {
+    return absl::InvalidArgumentError(fmt::format("an empty {} of conditional filters", what));
+  }
+  for (const auto& p : parts) {
+    if (!p.validate().ok()) return p.validate();
   }
   return absl::OkStatus();
 }
@@ -68,18 +91,22 @@ ConditionalFilter ConditionalFilter::row_exists() {
 }
 
 ConditionalFilter ConditionalFilter::cell_exists(std::string family, std::string qualifier) {
+  absl::Status error = CheckFamily(family);
   return ConditionalFilter(
-      Chain({ColumnFilter(std::move(family), std::move(qualifier)), LatestVersions(1)}));
+      Chain({ColumnFilter(std::move(family), std::move(qualifier)), LatestVersions(1)}),
+      std::move(error));
 }
 
 ConditionalFilter ConditionalFilter::family(std::string family) {
   v2::RowFilter f;
+  absl::Status error = CheckFamily(family);
   f.set_family_name_regex_filter("^" + RE2::QuoteMeta(family) + "$");
-  return ConditionalFilter(std::move(f));
+  return ConditionalFilter(std::move(f), std::move(error));
 }
 
 ConditionalFilter ConditionalFilter::column(std::string family, std::string qualifier) {
-  return ConditionalFilter(ColumnFilter(std::move(family), std::move(qualifier)));
+  absl::Status error = CheckFamily(family);
+  return ConditionalFilter(ColumnFilter(std::move(family), std::move(qualifier)), std::move(error));
 }
 
 ConditionalFilter ConditionalFilter::value(std::string value) {
@@ -108,19 +135,26 @@ ConditionalFilter ConditionalFilter::timestamp_range(std::int64_t start_micros,
 }
 
 ConditionalFilter ConditionalFilter::latest_versions(std::int32_t n) {
-  return ConditionalFilter(LatestVersions(n));
+  absl::Status error;
+  if (n < 1) {
+    error = absl::InvalidArgumentError(
+        fmt::format("latest_versions needs at least 1 version (got {})", n));
+  }
+  return ConditionalFilter(LatestVersions(n), std::move(error));
 }
 
 ConditionalFilter ConditionalFilter::chain(std::vector<ConditionalFilter> filters) {
+  absl::Status error = FirstError(filters, "chain");
   std::vector<v2::RowFilter> protos;
   for (auto& f : filters) protos.push_back(std::move(f.filter_));
-  return ConditionalFilter(Chain(std::move(protos)));
+  return ConditionalFilter(Chain(std::move(protos)), std::move(error));
 }
 
 ConditionalFilter ConditionalFilter::interleave(std::vector<ConditionalFilter> filters) {
+  absl::Status error = FirstError(filters, "interleave");
   v2::RowFilter f;
   for (auto& filter : filters) *f.mutable_interleave()->add_filters() = std::move(filter.filter_);
-  return ConditionalFilter(std::move(f));
+  return ConditionalFilter(std::move(f), std::move(error));
 }
 
 ConditionalRequest::ConditionalRequest(std::string row_key, ConditionalFilter predicate)
@@ -133,6 +167,11 @@ std::int64_t ConditionalRequest::byte_size() const {
 
 absl::Status ConditionalRequest::validate() const {
   GCP_RETURN_IF_ERROR(ValidateRowKey(row_key()));
+  if (!predicate_.validate().ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("the conditional request for row '{}' has an invalid predicate: {}",
+                    RowKeyForMessages(row_key()), predicate_.validate().message()));
+  }
   if (on_match_.mutation_count() == 0 && otherwise_.mutation_count() == 0) {
     return absl::InvalidArgumentError(fmt::format(
         "the conditional request for row '{}' has no mutation in either branch; at least one "

@@ -21,7 +21,8 @@ namespace gcpstream::bigtable {
 //   cell_exists(f, q)                  f:q has any version
 // and the selections they are made of, composed with chain (one cell set narrowed step by step:
 // not a boolean AND across different cells) and interleave (the union of the branches' cells).
-// Family, qualifier and value selections match exactly (no regular expression is involved).
+// Qualifier and value selections match exactly (byte ranges); a family name is matched by an
+// anchored, escaped expression, so no character of it acts as a pattern.
 class ConditionalFilter {
  public:
   static ConditionalFilter latest_cell_value_equals(std::string family, std::string qualifier,
@@ -42,10 +43,16 @@ class ConditionalFilter {
   static ConditionalFilter interleave(std::vector<ConditionalFilter> filters);
 
   const google::bigtable::v2::RowFilter& proto() const { return filter_; }
+  // INVALID_ARGUMENT for a filter the service would refuse, found when it was built (an empty
+  // or non-UTF-8 family name, latest_versions below 1, an empty chain or interleave);
+  // ConditionalRequest::validate() reports it before any RPC.
+  const absl::Status& validate() const { return error_; }
 
  private:
-  explicit ConditionalFilter(google::bigtable::v2::RowFilter filter) : filter_(std::move(filter)) {}
+  explicit ConditionalFilter(google::bigtable::v2::RowFilter filter, absl::Status error = {})
+      : filter_(std::move(filter)), error_(std::move(error)) {}
   google::bigtable::v2::RowFilter filter_;
+  absl::Status error_;
 };
 
 // One CheckAndMutateRow request: a row key, a predicate, and the mutations to apply atomically

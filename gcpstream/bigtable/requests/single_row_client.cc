@@ -70,30 +70,41 @@ SingleRowClient::SingleRowClient(std::shared_ptr<BigtableDataStub> stub, std::st
 std::uint64_t SingleRowClient::begin_call() {
   std::lock_guard lock(mu_);
   const std::uint64_t id = next_call_++;
-  calls_.emplace(id, nullptr);
+  calls_.emplace(id, Call{});
   in_flight_->fetch_add(1);
   return id;
 }
 
-std::function<void()> SingleRowClient::started(std::uint64_t id, std::function<void()> cancel) {
+SingleRowClient::Cancel SingleRowClient::started(std::uint64_t id, std::function<void()> cancel) {
   {
     std::lock_guard lock(mu_);
     auto it = calls_.find(id);
-    if (it != calls_.end()) it->second = std::move(cancel);  // else: it already answered
+    if (it != calls_.end()) it->second.cancel = std::move(cancel);  // else: it already answered
   }
   std::weak_ptr<SingleRowClient> weak = weak_from_this();
-  return [weak, id] {
+  return [weak, id](bool for_operator_timeout) {
     auto self = weak.lock();
     if (!self) return;
     std::function<void()> cancel;
     {
       std::lock_guard lock(self->mu_);
       auto it = self->calls_.find(id);
-      if (it == self->calls_.end() || !it->second) return;
-      cancel = it->second;
+      if (it == self->calls_.end() || !it->second.cancel) return;
+      it->second.operator_timeout = it->second.operator_timeout || for_operator_timeout;
+      cancel = it->second.cancel;
     }
     cancel();
   };
+}
+
+bool SingleRowClient::ended_by_operator_timeout(std::uint64_t id) {
+  std::lock_guard lock(mu_);
+  auto it = calls_.find(id);
+  return it != calls_.end() && it->second.operator_timeout;
+}
+
+void SingleRowClient::count(Counter& counter) {
+  if (metrics_live_.load(std::memory_order_acquire)) counter.inc();
 }
 
 void SingleRowClient::end_call(std::uint64_t id) {
@@ -109,27 +120,31 @@ bool SingleRowClient::shutdown(std::chrono::milliseconds timeout) {
   std::vector<std::function<void()>> cancels;
   {
     std::lock_guard lock(mu_);
-    for (auto& [id, cancel] : calls_) {
-      if (cancel) cancels.push_back(cancel);
+    for (auto& [id, call] : calls_) {
+      if (call.cancel) cancels.push_back(call.cancel);
     }
   }
   for (auto& cancel : cancels) cancel();
   std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, timeout, [this] { return calls_.empty(); });
+  if (cv_.wait_for(lock, timeout, [this] { return calls_.empty(); })) return true;
+  // Answers still to come must not touch metrics that may be gone by then.
+  metrics_live_.store(false, std::memory_order_release);
+  return false;
 }
 
-void SingleRowClient::count_cancelled_by_timeout() {
-  failed_.inc();
-  timed_out_.inc();
-}
-
-absl::Status SingleRowClient::failed(const absl::Status& status, const std::string& rpc,
-                                     const std::string& table_name, const std::string& row_key) {
-  failed_.inc();
+absl::Status SingleRowClient::failed(std::uint64_t id, const absl::Status& status,
+                                     const std::string& rpc, const std::string& table_name,
+                                     const std::string& row_key) {
+  count(failed_);
   const absl::StatusCode code = status.code();
-  if (code == absl::StatusCode::kDeadlineExceeded) timed_out_.inc();
-  const auto index = static_cast<std::size_t>(code);
-  if (index < error_class_.size() && error_class_[index] != nullptr) error_class_[index]->inc();
+  if (ended_by_operator_timeout(id)) {
+    // Cancelled by the async operator's timeout: a timeout, not a CANCELLED answer.
+    count(timed_out_);
+  } else {
+    if (code == absl::StatusCode::kDeadlineExceeded) count(timed_out_);
+    const auto index = static_cast<std::size_t>(code);
+    if (index < error_class_.size() && error_class_[index] != nullptr) count(*error_class_[index]);
+  }
   std::string hint;
   if (code == absl::StatusCode::kDeadlineExceeded || code == absl::StatusCode::kCancelled ||
       code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kUnknown ||
@@ -149,14 +164,14 @@ absl::Status SingleRowClient::failed(const absl::Status& status, const std::stri
                                   RowKeyForMessages(row_key), status.message(), hint));
 }
 
-std::function<void()> SingleRowClient::start_conditional(
+SingleRowClient::Cancel SingleRowClient::start_conditional(
     const std::string& table_name, const ConditionalRequest& request,
     std::function<void(absl::StatusOr<ConditionalResult>)> done) {
   auto proto = std::make_shared<const v2::CheckAndMutateRowRequest>(
       request.to_proto(table_name, app_profile_id_));
   const bool true_empty = request.on_match().mutation_count() == 0;
   const bool false_empty = request.otherwise().mutation_count() == 0;
-  accepted_.inc();
+  count(accepted_);
   const std::uint64_t id = begin_call();
   auto cancel = stub_->async_check_and_mutate_row(
       proto, options_.request_timeout,
@@ -166,28 +181,28 @@ std::function<void()> SingleRowClient::start_conditional(
         // Last: shutdown() waits for it, so nothing below runs after the client shut down.
         absl::Cleanup end = [this, id] { end_call(id); };
         if (!response.ok()) {
-          return done(failed(response.status(), "CheckAndMutateRow", table_name, row_key));
+          return done(failed(id, response.status(), "CheckAndMutateRow", table_name, row_key));
         }
-        completed_.inc();
+        count(completed_);
         ConditionalResult result;
         result.table_name = table_name;
         result.row_key = row_key;
         result.predicate_matched = response->predicate_matched();
-        (result.predicate_matched ? matched_ : not_matched_).inc();
+        count(result.predicate_matched ? matched_ : not_matched_);
         result.selected_branch_has_mutations =
             result.predicate_matched ? !true_empty : !false_empty;
-        if (!result.selected_branch_has_mutations) empty_branches_.inc();
+        if (!result.selected_branch_has_mutations) count(empty_branches_);
         done(std::move(result));
       });
   return started(id, std::move(cancel));
 }
 
-std::function<void()> SingleRowClient::start_read_modify_write(
+SingleRowClient::Cancel SingleRowClient::start_read_modify_write(
     const std::string& table_name, const ReadModifyWriteRequest& request,
     std::function<void(absl::StatusOr<ReadModifyWriteResult>)> done) {
   auto proto = std::make_shared<const v2::ReadModifyWriteRowRequest>(
       request.to_proto(table_name, app_profile_id_));
-  accepted_.inc();
+  count(accepted_);
   const std::uint64_t id = begin_call();
   auto cancel = stub_->async_read_modify_write_row(
       proto, options_.request_timeout,
@@ -195,9 +210,9 @@ std::function<void()> SingleRowClient::start_read_modify_write(
        done = std::move(done)](absl::StatusOr<v2::ReadModifyWriteRowResponse> response) {
         absl::Cleanup end = [this, id] { end_call(id); };
         if (!response.ok()) {
-          return done(failed(response.status(), "ReadModifyWriteRow", table_name, row_key));
+          return done(failed(id, response.status(), "ReadModifyWriteRow", table_name, row_key));
         }
-        completed_.inc();
+        count(completed_);
         done(ReadModifyWriteResult{table_name, BigtableRow::from_proto(response->row())});
       });
   return started(id, std::move(cancel));

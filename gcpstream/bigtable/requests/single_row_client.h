@@ -48,17 +48,17 @@ class SingleRowClient : public std::enable_shared_from_this<SingleRowClient> {
   // Sends `request` (already validated) to `table_name`. The result or the failure: the
   // service's status with its code kept and a message naming the table, the row and, for a
   // deadline, requestTimeout and the ambiguity (the request may have been applied).
-  std::function<void()> start_conditional(
-      const std::string& table_name, const ConditionalRequest& request,
-      std::function<void(absl::StatusOr<ConditionalResult>)> done);
-  std::function<void()> start_read_modify_write(
-      const std::string& table_name, const ReadModifyWriteRequest& request,
-      std::function<void(absl::StatusOr<ReadModifyWriteResult>)> done);
+  // Cancels the call (best effort; harmless once it ended). `for_operator_timeout`: the async
+  // operator's timeout ended it, so it counts as timed out rather than as a CANCELLED answer.
+  using Cancel = std::function<void(bool for_operator_timeout)>;
+  Cancel start_conditional(const std::string& table_name, const ConditionalRequest& request,
+                           std::function<void(absl::StatusOr<ConditionalResult>)> done);
+  Cancel start_read_modify_write(const std::string& table_name,
+                                 const ReadModifyWriteRequest& request,
+                                 std::function<void(absl::StatusOr<ReadModifyWriteResult>)> done);
 
   // A record whose request step returned nothing: neither sent nor failed.
-  void count_skipped() { skipped_.inc(); }
-  // A request ended from outside (the operator timeout cancelled it).
-  void count_cancelled_by_timeout();
+  void count_skipped() { count(skipped_); }
   const BigtableRequestOptions& options() const { return options_; }
   // Cancels every request in flight and waits (up to `timeout`) for their answers, so that no
   // gRPC thread touches this client or its metrics afterwards. False at the timeout.
@@ -67,12 +67,14 @@ class SingleRowClient : public std::enable_shared_from_this<SingleRowClient> {
  private:
   SingleRowClient(std::shared_ptr<BigtableDataStub> stub, std::string app_profile_id,
                   BigtableRequestOptions options, MetricGroup* metrics, bool async_surface);
-  absl::Status failed(const absl::Status& status, const std::string& rpc,
+  absl::Status failed(std::uint64_t id, const absl::Status& status, const std::string& rpc,
                       const std::string& table_name, const std::string& row_key);
+  bool ended_by_operator_timeout(std::uint64_t id);
+  void count(Counter& counter);
   // Bookkeeping of the calls in flight: a call is registered before it starts and removed by
   // its answer; the returned function cancels it while it is in flight.
   std::uint64_t begin_call();
-  std::function<void()> started(std::uint64_t id, std::function<void()> cancel);
+  Cancel started(std::uint64_t id, std::function<void()> cancel);
   void end_call(std::uint64_t id);
 
   std::shared_ptr<BigtableDataStub> stub_;
@@ -92,7 +94,13 @@ class SingleRowClient : public std::enable_shared_from_this<SingleRowClient> {
   std::mutex mu_;
   std::condition_variable cv_;
   std::uint64_t next_call_ = 0;
-  std::map<std::uint64_t, std::function<void()>> calls_;  // id -> cancel (empty until started)
+  struct Call {
+    std::function<void()> cancel;   // empty until the call started
+    bool operator_timeout = false;  // cancelled by the async operator's timeout
+  };
+  std::map<std::uint64_t, Call> calls_;
+  // False once shutdown() gave up waiting: late answers then count nothing.
+  std::atomic<bool> metrics_live_{true};
 };
 
 }  // namespace gcpstream::bigtable

@@ -99,14 +99,14 @@ class SingleRowTableClient final : public connector::DestinationClient<typename 
   }
   void flush() override {}  // nothing is batched
   absl::Status shutdown() override {
-    std::vector<std::function<void()>> cancels;
+    std::vector<SingleRowClient::Cancel> cancels;
     {
       std::lock_guard lock(state_->mu);
       for (auto& [token, cancel] : state_->cancels) {
         if (cancel) cancels.push_back(cancel);
       }
     }
-    for (auto& cancel : cancels) cancel();
+    for (auto& cancel : cancels) cancel(/*for_operator_timeout=*/false);
     std::unique_lock lock(state_->mu);
     state_->cv.wait(lock, [this] { return state_->cancels.empty(); });
     return absl::OkStatus();
@@ -116,7 +116,7 @@ class SingleRowTableClient final : public connector::DestinationClient<typename 
   struct State {
     std::mutex mu;
     std::condition_variable cv;
-    std::map<std::uint64_t, std::function<void()>> cancels;  // by token; empty until started
+    std::map<std::uint64_t, SingleRowClient::Cancel> cancels;  // by token; empty until started
   };
   std::shared_ptr<State> state_;
   std::string table_;

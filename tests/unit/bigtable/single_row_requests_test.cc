@@ -45,6 +45,23 @@ TEST(ConditionalFilterTest, ExistenceChecksAndCompositions) {
   EXPECT_EQ(ts.end_timestamp_micros(), 5000);
 }
 
+TEST(ConditionalFilterTest, AFilterTheServiceWouldRefuseFailsValidationBeforeAnyRpc) {
+  EXPECT_FALSE(ConditionalFilter::latest_versions(0).validate().ok());
+  EXPECT_FALSE(ConditionalFilter::cell_exists("", "q").validate().ok());
+  EXPECT_FALSE(ConditionalFilter::family(std::string("f\xff", 2)).validate().ok());
+  EXPECT_FALSE(ConditionalFilter::chain({}).validate().ok());
+  const auto nested = ConditionalFilter::interleave(
+      {ConditionalFilter::row_exists(),
+       ConditionalFilter::chain({ConditionalFilter::latest_versions(-1)})});
+  EXPECT_NE(nested.validate().message().find("latest_versions"), std::string::npos)
+      << "an error deep in a composition surfaces";
+  ConditionalRequest r("row", nested);
+  r.on_match().delete_row();
+  EXPECT_EQ(r.validate().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.validate().message().find("invalid predicate"), std::string::npos) << r.validate();
+  EXPECT_TRUE(ConditionalFilter::latest_cell_value_equals("f", "q", "v").validate().ok());
+}
+
 TEST(ConditionalRequestTest, BranchesKeepTheirOrderOnTheWire) {
   ConditionalRequest r("row", ConditionalFilter::row_exists());
   r.on_match().delete_cells("f", "q").set_cell("f", "q", 2000, "v");

@@ -308,7 +308,7 @@ TEST(AsyncWaitOperatorTest, RetriesStopAtTheLimitAndTheLastErrorFailsNamingTheAt
   h.calls().take(0, 2).complete_exceptionally(absl::UnavailableError("still down"));
   absl::Status s = h.run_until_failure(2s);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
-  EXPECT_NE(s.message().find("after 3 attempts"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("after 3 calls"), std::string::npos) << s;
 }
 
 TEST(AsyncWaitOperatorTest, TheTimeoutSpansRetriesAndStopsAPendingBackoff) {
@@ -359,6 +359,59 @@ TEST(AsyncWaitOperatorTest, InFlightInputsAreCheckpointedAndCalledAgainOnRestore
   EXPECT_EQ(restored.out().records(),
             (std::vector<std::string>{"r:v1@1001", "r:v2@1002", "r:v3@1003"}))
       << "timestamps survive the checkpoint";
+}
+
+TEST(AsyncWaitOperatorTest, NothingLeavesBetweenTheBarrierAndTheSnapshot) {
+  Harness h({AsyncOutputMode::kUnordered, 0ms, 10});
+  ASSERT_TRUE(h.op().open().ok());
+  ASSERT_TRUE(h.op().collect(Rec(0)).ok());
+  ASSERT_TRUE(h.op().collect(Rec(1)).ok());
+  ASSERT_TRUE(h.op().prepare_snapshot_pre_barrier(1).ok());
+  // Completions that run while the barrier is being sent (another output yielding).
+  h.calls().take(0).complete({"a"});
+  h.drain();
+  EXPECT_TRUE(h.out().events.empty()) << "a result would have followed the barrier";
+  runtime::OperatorStateWriter state;
+  ASSERT_TRUE(h.op().snapshot_state(1, state).ok());
+  EXPECT_EQ(state.lists().at(runtime::kAsyncInputsList).size(), 2u)
+      << "the completed input is in the snapshot: its result was not sent before the barrier";
+  ASSERT_TRUE(h.run_until([&] { return h.out().events.size() == 1; }).ok());
+  EXPECT_EQ(h.out().records(), std::vector<std::string>{"r:a@1000"});
+}
+
+struct Plain {
+  int v = 0;
+};
+class PlainFunction : public AsyncFunction<Plain, std::string> {
+ public:
+  void async_invoke(const Plain&, ResultFuture<std::string> result) override {
+    result.complete({});
+  }
+};
+
+TEST(AsyncWaitOperatorTest, AnInputTypeWithoutACodecIsRefusedWhenTheJobCheckpoints) {
+  runtime::MailboxProcessor mailbox;
+  mailbox.bind_to_current_thread();
+  auto executor = mailbox.executor(1);
+  runtime::MetricRegistry registry;
+  runtime::OperatorContext ctx;
+  ctx.operator_name = "Async: plain";
+  ctx.mailbox_executor = executor.get();
+  ctx.mailbox = mailbox.shared_mailbox();
+  ctx.metric_group = &registry.group({{"operator", "plain"}});
+  RecordingOutput out;
+  AsyncWaitConfig config{AsyncOutputMode::kOrdered, 0ms, 10};
+  config.checkpointing = true;
+  AsyncWaitOperator<Plain, std::string> op(std::make_unique<PlainFunction>(), config, {}, &out,
+                                           ctx);
+  absl::Status s = op.open();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("ValueCodec"), std::string::npos) << s;
+  config.checkpointing = false;
+  AsyncWaitOperator<Plain, std::string> fine(std::make_unique<PlainFunction>(), config, {}, &out,
+                                             ctx);
+  EXPECT_TRUE(fine.open().ok()) << "without checkpoints nothing needs encoding";
+  (void)fine.close();
 }
 
 TEST(AsyncWaitOperatorTest, AnUnknownStateVersionFailsTheRestoreClearly) {
