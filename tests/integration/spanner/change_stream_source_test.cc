@@ -300,10 +300,16 @@ TEST_F(ChangeStreamSourceIT, ColumnFiltersProjectAndTableFiltersDrop) {
   EXPECT_GE(job->result.metric("changes", "changeStreamColumnOccurrencesFiltered"), 4);
 }
 
+// The changes are committed before the job starts, so every partition query reads them from
+// the past. A live query of the emulator misses a change committed exactly at the end of one of
+// its 100 ms read slices (the next slice starts 1 us later; measured: 1 commit in 59,249, about
+// 0.3 % of this test's runs), which would read here as a loss across the restore. The failure
+// still hits while the job walks the partition lineage, before it has caught up.
 TEST_F(ChangeStreamSourceIT, NothingIsLostAcrossAFailureAndARestoreInBothDialects) {
   for (Dialect dialect : {Dialect::kGoogleSql, Dialect::kPostgreSql}) {
     SCOPED_TRACE(DialectName(dialect));
     CreateDatabase(dialect);
+    const auto expected = Workload(25);
     auto source = Source().build();
     ASSERT_TRUE(source.ok()) << source.status();
     auto seen = std::make_shared<Seen>();
@@ -323,7 +329,6 @@ TEST_F(ChangeStreamSourceIT, NothingIsLostAcrossAFailureAndARestoreInBothDialect
           }
           return c;
         });
-    const auto expected = Workload(25);
     AwaitAll(*seen, expected);
     EXPECT_TRUE(failed->load()) << "the injected failure never happened";
     ExpectOrderedPerKey(*seen, /*allow_replay=*/true);
