@@ -246,13 +246,27 @@ bool Subscriber::run_stream(int index, std::chrono::milliseconds& backoff) {
         late = stopping_;
       }
       if (late) {
-        // Arrived while stopping: hand it back (see kReleaseOnStopSeconds).
-        google::pubsub::v1::ModifyAckDeadlineRequest nack;
-        nack.set_subscription(subscription_);
-        nack.set_ack_deadline_seconds(kReleaseOnStopSeconds);
-        for (const auto& r : response.received_messages()) nack.add_ack_ids(r.ack_id());
-        if (nack.ack_ids_size() > 0) {
-          (void)stub_->modify_ack_deadline(nack, settings_.settle_rpc_timeout);
+        // Arrived while stopping. Until the settle thread takes its final snapshot of the
+        // leases, these join them and are handed back in the same last requests, right before
+        // the streams are cancelled; released here and now, they could expire into this still
+        // open stream while the settle thread is busy (see kReleaseOnStopSeconds).
+        google::pubsub::v1::ModifyAckDeadlineRequest release;
+        {
+          std::lock_guard lock(mu_);
+          const auto now = Clock::now();
+          for (const auto& r : response.received_messages()) {
+            if (final_release_taken_) {
+              release.add_ack_ids(r.ack_id());
+            } else {
+              leases_.try_emplace(r.ack_id()).first->second.received = now;
+            }
+          }
+        }
+        settle_cv_.notify_all();
+        if (release.ack_ids_size() > 0) {
+          release.set_subscription(subscription_);
+          release.set_ack_deadline_seconds(kReleaseOnStopSeconds);
+          (void)stub_->modify_ack_deadline(release, settings_.settle_rpc_timeout);
         }
         break;
       }
@@ -451,6 +465,7 @@ void Subscriber::settle_loop() {
     const bool done_stopping = stopping_ && acks_.empty() && nacks_.empty();
     std::vector<google::pubsub::v1::ModifyAckDeadlineRequest> final_nacks;
     if (done_stopping) {
+      final_release_taken_ = true;  // later arrivals are released by their stream thread
       // Everything still leased goes back to the service (see kReleaseOnStopSeconds).
       RequestCutter cutter;
       for (auto& [id, lease] : leases_) AppendCut(final_nacks, cutter, id);

@@ -153,6 +153,9 @@ class Subscriber {
   bool stopping_ = false;
   bool failed_ = false;
   bool streams_cancelled_ = false;
+  // The settle thread took the leases for the final release: a stream thread releases what
+  // arrives after that itself.
+  bool final_release_taken_ = false;
   absl::flat_hash_map<std::string, Lease> leases_;
   std::int64_t outstanding_bytes_ = 0;
   std::deque<PendingAck> acks_;
