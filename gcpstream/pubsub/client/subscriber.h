@@ -95,9 +95,10 @@ class Subscriber {
   // hands back. Not 0: a plain nack makes a message available at once, and the service may
   // deliver it straight back onto this subscriber's own stream, still open because a deadline
   // changed after a stream closed is ignored (measured on the emulator: 50 nacked messages came
-  // back on the same stream within 50 ms, then were held 10-150 s after the cancel). One second
-  // leaves time to cancel the streams; the messages then reach the next subscriber.
-  static constexpr int kReleaseOnStopSeconds = 1;
+  // back on the same stream within 50 ms, then were held 10-150 s after the cancel). The
+  // deadline must outlast the hand-back requests and the cancel: 1 s did on a quiet machine
+  // (redelivery after about 1.1 s) but not always on a loaded 2-core CI run, so 5 s.
+  static constexpr int kReleaseOnStopSeconds = 5;
 
   void start();
 
@@ -108,9 +109,9 @@ class Subscriber {
   void nack(const std::vector<std::string>& ack_ids);
 
   // Stops pulling: sends what is queued to settle, hands every message still leased back with
-  // a 1 s acknowledgement deadline (so it is redelivered about a second later, to another
-  // stream: a deadline of 0 would bounce it into this subscriber's closing stream), then
-  // cancels the streams and ends the threads. Idempotent.
+  // a kReleaseOnStopSeconds deadline (so it is redelivered that much later, to another stream:
+  // a deadline of 0 would bounce it into this subscriber's closing stream), then cancels the
+  // streams and ends the threads. Idempotent.
   void stop();
   // Waits for the threads stop() ended; false at the deadline.
   bool await_terminated(std::chrono::steady_clock::time_point deadline);

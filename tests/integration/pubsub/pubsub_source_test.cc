@@ -174,8 +174,8 @@ TEST_F(PubSubSourceIT, AReaderThatClosesHandsBackWhatItHeldForPromptRedelivery) 
   job->runner->cancel();
   job->finish();
   // Nothing was acknowledged: every message comes back, promptly. The subscriber hands them
-  // back with a 1 s deadline (about 1.1 s measured); a 0 s nack bounced them into its own
-  // closing stream and the emulator then held them 10-150 s, so 30 s tells the two apart.
+  // back with a 5 s deadline; a 0 s nack bounced them into its own closing stream and the
+  // emulator then held them 10-150 s, so 30 s tells the two apart.
   auto back = client_->pull(testing::SubscriptionName(kProject, topic + "-sub"), 50, 30s);
   std::set<std::string> distinct;
   for (const auto& m : back) distinct.insert(m.data());
