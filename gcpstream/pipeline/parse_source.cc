@@ -317,7 +317,8 @@ BigtableChangeStreamSourceSpec ParseBigtableChangeStreamSource(YamlMap& m) {
   if (!spec.table.empty()) m.check("table", bigtable::ValidateTableId(spec.table));
   spec.app_profile_id = m.required_string("app_profile_id");
   if (!spec.app_profile_id.empty()) {
-    m.check("app_profile_id", bigtable::ValidateAppProfileId(spec.app_profile_id));
+    m.check("app_profile_id",
+            bigtable::ValidateAppProfileId("BigtableChangeStreamSource", spec.app_profile_id));
   }
   auto& o = spec.options;
   if (auto start = m.optional_string("start_position")) {

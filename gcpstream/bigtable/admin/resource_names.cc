@@ -26,4 +26,17 @@ absl::Status ValidateTableId(std::string_view id) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateAppProfileId(std::string_view who, std::string_view id) {
+  auto word = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  };
+  bool ok = !id.empty() && id.size() <= 50 && word(id.front());
+  for (char c : id) ok = ok && (word(c) || c == '-' || c == '.');
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(fmt::format(
+      "{}: app_profile_id must start with a letter, digit or '_' and hold only letters, "
+      "digits, '_', '-' and '.', at most 50 characters",
+      who));
+}
+
 }  // namespace gcpstream::bigtable

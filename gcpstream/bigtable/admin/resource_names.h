@@ -12,6 +12,10 @@ namespace gcpstream::bigtable {
 // service on every request, so it is a configuration error, never a failure of a record.
 absl::Status ValidateTableId(std::string_view id);
 
+// INVALID_ARGUMENT unless `id` is an app profile id (Bigtable's rule: a letter, digit or '_',
+// then letters, digits, '_', '-' and '.', at most 50 characters). `who` starts the message.
+absl::Status ValidateAppProfileId(std::string_view who, std::string_view id);
+
 }  // namespace gcpstream::bigtable
 
 #endif  // GCPSTREAM_BIGTABLE_ADMIN_RESOURCE_NAMES_H_

@@ -21,6 +21,7 @@
 #include "gcpstream/api/source.h"
 #include "gcpstream/api/source_reader_base.h"
 #include "gcpstream/api/status_macros.h"
+#include "gcpstream/bigtable/admin/resource_names.h"
 #include "gcpstream/bigtable/changestream/change_stream_element.h"
 #include "gcpstream/bigtable/changestream/change_stream_entry_filter.h"
 #include "gcpstream/bigtable/changestream/change_stream_enumerator.h"
@@ -28,6 +29,7 @@
 #include "gcpstream/bigtable/changestream/change_stream_options.h"
 #include "gcpstream/bigtable/changestream/change_stream_split.h"
 #include "gcpstream/bigtable/changestream/change_stream_stream_reader.h"
+#include "gcpstream/bigtable/client/blocking_stub.h"
 #include "gcpstream/connector/client_options.h"
 #include "gcpstream/connector/client_options_builder.h"
 #include "gcpstream/connector/destinations.h"
@@ -42,13 +44,7 @@ template <typename T>
 using ChangeStreamMutationDeserializer =
     std::function<absl::Status(const BigtableChangeStreamMutation& mutation, Collector<T>& out)>;
 
-// INVALID_ARGUMENT unless `id` is an app profile id (Bigtable's rule: a letter, digit or '_',
-// then letters, digits, '_', '-' and '.', at most 50 characters).
-absl::Status ValidateAppProfileId(std::string_view id);
-
-// The channel and stub every change-stream call of a source uses, and the table admin stub its
-// coordinator reads the retention with.
-BigtableStubFactory MakeChangeStreamStubFactory(connector::ClientOptions client);
+// The table admin stub a change-stream coordinator reads the retention with.
 BigtableAdminStubFactory MakeChangeStreamAdminStubFactory(connector::ClientOptions client);
 
 // Reads a Bigtable table's change stream (ReadChangeStream): unbounded, or bounded by an end
@@ -172,7 +168,7 @@ class BigtableChangeStreamSource final
             " needs app_profile_id(...): change streams read through a single-cluster-routing "
             "app profile");
       }
-      GCP_RETURN_IF_ERROR(ValidateAppProfileId(app_profile_));
+      GCP_RETURN_IF_ERROR(ValidateAppProfileId(kWho, app_profile_));
       if (!deserializer_) {
         return absl::InvalidArgumentError(std::string(kWho) + " needs deserializer(...)");
       }
@@ -598,7 +594,7 @@ class BigtableChangeStreamSource final
 
   BigtableChangeStreamSource(Builder b, std::shared_ptr<const ChangeStreamEntryFilter> filter)
       : b_(std::move(b)), filter_(std::move(filter)) {
-    stubs_ = b_.stubs_ ? b_.stubs_ : MakeChangeStreamStubFactory(b_.client());
+    stubs_ = b_.stubs_ ? b_.stubs_ : MakeBlockingBigtableStubFactory(b_.client());
     admin_ = b_.admin_ ? b_.admin_ : MakeChangeStreamAdminStubFactory(b_.client());
     request_.table_name = b_.table_->resource_name();
     request_.app_profile_id = b_.app_profile_;

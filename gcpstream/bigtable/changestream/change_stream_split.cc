@@ -21,16 +21,6 @@ bool EndLess(const std::string& a, const std::string& b) {
   return b.empty() || a < b;
 }
 
-void AppendKey(std::string& out, const std::string& key) {
-  for (unsigned char c : key) {
-    if (c >= 0x20 && c < 0x7f && c != '\\' && c != '*' && c != ',') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += fmt::format("\\x{:02x}", c);
-    }
-  }
-}
-
 absl::Status Corrupt(std::string_view what, std::string_view detail) {
   return absl::DataLossError(
       fmt::format("Bigtable change stream {}: corrupt state ({})", what, detail));
@@ -132,24 +122,6 @@ absl::StatusOr<json> Parse(std::string_view bytes, std::string_view what) {
 }
 
 }  // namespace
-
-std::string FormatRowRange(const RowKeyRange& range) {
-  std::string out;
-  if (range.start.empty()) {
-    out = "(*";
-  } else {
-    out = "[";
-    AppendKey(out, range.start);
-  }
-  out += ", ";
-  if (range.end.empty()) {
-    out += "*)";
-  } else {
-    AppendKey(out, range.end);
-    out += ")";
-  }
-  return out;
-}
 
 bool RangeContains(const RowKeyRange& outer, const RowKeyRange& inner) {
   return inner.start >= outer.start && !EndLess(outer.end, inner.end);

@@ -7,23 +7,9 @@
 
 #include "absl/time/time.h"
 #include "gcpstream/api/versioned_serializer.h"
+#include "gcpstream/bigtable/client/row_key_range.h"
 
 namespace gcpstream::bigtable {
-
-// A change-stream partition's row range [start, end): an empty start is the beginning of the
-// key space, an empty end its end.
-struct RowKeyRange {
-  std::string start;
-  std::string end;
-  friend bool operator==(const RowKeyRange&, const RowKeyRange&) = default;
-  friend bool operator<(const RowKeyRange& a, const RowKeyRange& b) {
-    return a.start != b.start ? a.start < b.start : a.end < b.end;
-  }
-};
-
-// The range in the connector's notation: [ and ] include a key, ( and ) exclude it, * is a
-// missing bound; printable bytes as text, others (and \ * ,) as \xNN. "(*, *)" is everything.
-std::string FormatRowRange(const RowKeyRange& range);
 
 // A continuation token and the range it covers (StreamContinuationToken).
 struct PartitionToken {

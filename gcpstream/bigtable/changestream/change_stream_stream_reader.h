@@ -16,12 +16,10 @@
 #include "gcpstream/api/split_reader.h"
 #include "gcpstream/bigtable/changestream/change_stream_element.h"
 #include "gcpstream/bigtable/changestream/change_stream_split.h"
+#include "gcpstream/bigtable/client/blocking_stub.h"
 #include "google/bigtable/v2/bigtable.grpc.pb.h"
 
 namespace gcpstream::bigtable {
-
-using BigtableStubFactory =
-    std::function<absl::StatusOr<std::shared_ptr<google::bigtable::v2::Bigtable::StubInterface>>()>;
 
 // What every ReadChangeStream of one source asks for.
 struct ChangeStreamRequestBase {
