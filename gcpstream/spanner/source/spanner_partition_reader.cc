@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "gcpstream/spanner/source/spanner_split_enumerator.h"
 
@@ -12,7 +14,11 @@ namespace sp = google::spanner::v1;
 SpannerPartitionReader::SpannerPartitionReader(std::shared_ptr<SpannerReadClient> client,
                                                SpannerReadOperation op,
                                                SpannerSourceOptions options)
-    : client_(std::move(client)), op_(std::move(op)), options_(std::move(options)) {}
+    : client_(std::move(client)),
+      op_(std::move(op)),
+      options_(std::move(options)),
+      handoff_(static_cast<std::size_t>(std::max(1, options_.max_rows_per_fetch)),
+               static_cast<std::size_t>(options_.max_bytes_per_fetch)) {}
 
 SpannerPartitionReader::~SpannerPartitionReader() { stop_stream(); }
 
@@ -22,13 +28,7 @@ absl::Status SpannerPartitionReader::handle_splits_addition(
   return absl::OkStatus();
 }
 
-void SpannerPartitionReader::wake_up() {
-  {
-    std::lock_guard lock(mu_);
-    woken_ = true;
-  }
-  cv_.notify_all();
-}
+void SpannerPartitionReader::wake_up() { handoff_.wake_up(); }
 
 absl::Status SpannerPartitionReader::on_row(const sp::ResultSetMetadata& metadata,
                                             std::vector<google::protobuf::Value> values) {
@@ -43,29 +43,14 @@ absl::Status SpannerPartitionReader::on_row(const sp::ResultSetMetadata& metadat
                  ? EstimatedValueBytes(columns_->fields(field).type(), values[i])
                  : EstimatedValueBytes(sp::Type(), values[i]);
   }
-  std::unique_lock lock(mu_);
-  // One fetch's worth waits here; the next row waits until fetch() took some.
-  cv_.wait(lock, [&] {
-    return closing_ || rows_.empty() ||
-           (rows_.size() < static_cast<std::size_t>(options_.max_rows_per_fetch) &&
-            buffered_bytes_ < options_.max_bytes_per_fetch);
-  });
-  if (closing_) return absl::CancelledError("the source reader is closing");
-  buffered_bytes_ += bytes;
-  rows_.emplace_back(Row(columns_, std::move(values)), bytes);
-  lock.unlock();
-  cv_.notify_all();
+  if (!handoff_.push(Row(columns_, std::move(values)), bytes)) {
+    return absl::CancelledError("the source reader is closing");
+  }
   return absl::OkStatus();
 }
 
 void SpannerPartitionReader::start_stream(const SpannerPartitionSplit& split) {
-  {
-    std::lock_guard lock(mu_);
-    stream_done_ = false;
-    stream_status_ = absl::OkStatus();
-    buffered_bytes_ = 0;
-    rows_.clear();
-  }
+  handoff_.reset();
   cancel_ = std::make_unique<ReadCancellation>();
   last_metadata_ = nullptr;
   columns_.reset();
@@ -88,30 +73,19 @@ void SpannerPartitionReader::start_stream(const SpannerPartitionSplit& split) {
             ? client_->data().ExecuteStreamingSql(rejoin(op_.execute_request()), on_row, cancel)
             : client_->data().StreamingRead(rejoin(op_.read_request()), on_row, cancel);
     if (IsSessionNotFound(status)) status = LostBatchTransactionError(split.transaction, status);
-    {
-      std::lock_guard lock(mu_);
-      stream_done_ = true;
-      stream_status_ =
-          status.ok()
-              ? status
-              : absl::Status(status.code(), absl::StrCat("SpannerSource: reading ",
-                                                         split.split_id(), ": ", status.message()));
-    }
-    cv_.notify_all();
+    handoff_.finish(
+        status.ok()
+            ? status
+            : absl::Status(status.code(), absl::StrCat("SpannerSource: reading ", split.split_id(),
+                                                       ": ", status.message())));
   });
 }
 
 void SpannerPartitionReader::stop_stream() {
   if (!stream_thread_.joinable()) return;
-  {
-    std::lock_guard lock(mu_);
-    closing_ = true;
-  }
-  cv_.notify_all();
+  handoff_.close();
   if (cancel_) cancel_->cancel();
   stream_thread_.join();
-  std::lock_guard lock(mu_);
-  closing_ = false;
 }
 
 absl::StatusOr<RecordsWithSplitIds<Row>> SpannerPartitionReader::fetch() {
@@ -123,31 +97,11 @@ absl::StatusOr<RecordsWithSplitIds<Row>> SpannerPartitionReader::fetch() {
     start_stream(*current_);
   }
   const std::string id = current_->split_id();
-  bool finished = false;
-  absl::Status failure;
-  {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return !rows_.empty() || stream_done_ || woken_ || closing_; });
-    woken_ = false;
-    std::size_t taken_bytes = 0;
-    int taken = 0;
-    while (!rows_.empty() && taken < options_.max_rows_per_fetch &&
-           (taken == 0 || taken_bytes + rows_.front().second <= options_.max_bytes_per_fetch)) {
-      taken_bytes += rows_.front().second;
-      buffered_bytes_ -= rows_.front().second;
-      batch.add(id, std::move(rows_.front().first));
-      rows_.pop_front();
-      ++taken;
-    }
-    if (rows_.empty() && stream_done_) {
-      finished = true;
-      failure = stream_status_;
-    }
-  }
-  cv_.notify_all();
-  if (finished) {
+  FetchHandoff<Row>::Taken taken = handoff_.take();
+  for (Row& row : taken.elements) batch.add(id, std::move(row));
+  if (taken.finished) {
     stream_thread_.join();
-    if (!failure.ok()) return failure;
+    if (!taken.status.ok()) return taken.status;
     batch.finish_split(id);
     current_.reset();
   }

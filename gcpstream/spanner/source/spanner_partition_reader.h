@@ -1,13 +1,12 @@
 #ifndef GCPSTREAM_SPANNER_SOURCE_SPANNER_PARTITION_READER_H_
 #define GCPSTREAM_SPANNER_SOURCE_SPANNER_PARTITION_READER_H_
 
-#include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 
+#include "gcpstream/api/fetch_handoff.h"
 #include "gcpstream/api/split_reader.h"
 #include "gcpstream/spanner/client/row.h"
 #include "gcpstream/spanner/source/spanner_partition_split.h"
@@ -53,15 +52,7 @@ class SpannerPartitionReader final : public SplitReader<Row, SpannerPartitionSpl
   std::thread stream_thread_;
   std::unique_ptr<ReadCancellation> cancel_;
 
-  // Shared between the stream thread and the fetcher.
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::pair<Row, std::size_t>> rows_;  // with their estimated bytes
-  std::size_t buffered_bytes_ = 0;
-  bool stream_done_ = false;
-  absl::Status stream_status_;
-  bool woken_ = false;
-  bool closing_ = false;
+  FetchHandoff<Row> handoff_;
   // Stream thread only: the column types of the current result, shared by its rows.
   const google::spanner::v1::ResultSetMetadata* last_metadata_ = nullptr;
   std::shared_ptr<const google::spanner::v1::StructType> columns_;
