@@ -22,9 +22,9 @@ struct BigtableCell {
   friend bool operator==(const BigtableCell&, const BigtableCell&) = default;
 };
 
-// A whole row: its key and every cell the read's filter let through, in the service's order
-// (by family, then qualifier, then timestamp newest first). Immutable once handed to a
-// deserializer.
+// A whole row: its key and every cell the read's filter let through, in the service's order:
+// grouped by family (the families in no particular order), qualifiers in byte order within a
+// family, and the versions of a column newest first. Immutable once handed to a deserializer.
 struct BigtableRow {
   std::string key;  // bytes
   std::vector<BigtableCell> cells;
