@@ -2,7 +2,7 @@
 
 #include "absl/strings/escaping.h"
 #include "gcpstream/bigtable/changestream/bigtable_change_stream_source.h"
-#include "gcpstream/util/utf8.h"
+#include "gcpstream/pipeline/record_json.h"
 
 namespace gcpstream::pipeline {
 
@@ -10,14 +10,6 @@ namespace {
 
 using nlohmann::json;
 using namespace bigtable;
-
-void PutBytes(json& out, const std::string& name, const std::string& bytes) {
-  if (!util::InvalidUtf8At(bytes)) {
-    out[name] = bytes;
-  } else {
-    out[name + "_base64"] = absl::Base64Escape(bytes);
-  }
-}
 
 std::string Rfc3339(absl::Time t) {
   return absl::FormatTime("%Y-%m-%d%ET%H:%M:%E*SZ", t, absl::UTCTimeZone());
@@ -35,11 +27,11 @@ void PutValue(json& out, const ChangeStreamValue& v) {
       break;
     case ChangeStreamValue::Type::kRawValue:
       out["input_type"] = "RAW";
-      PutBytes(out, "input", v.bytes);
+      PutBytesField(out, "input", v.bytes);
       break;
     case ChangeStreamValue::Type::kBytes:
       out["input_type"] = "BYTES";
-      PutBytes(out, "input", v.bytes);
+      PutBytesField(out, "input", v.bytes);
       break;
     case ChangeStreamValue::Type::kOther:
       out["input_type"] = "OTHER";
@@ -51,14 +43,14 @@ void PutValue(json& out, const ChangeStreamValue& v) {
 json EntryJson(const ChangeStreamEntry& entry) {
   json e = json::object();
   e["family"] = FamilyOf(entry);
-  if (const std::string* q = QualifierOf(entry)) PutBytes(e, "qualifier", *q);
+  if (const std::string* q = QualifierOf(entry)) PutBytesField(e, "qualifier", *q);
   std::visit(
       [&](const auto& x) {
         using E = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<E, SetCellEntry>) {
           e["kind"] = "SET_CELL";
           e["timestamp_micros"] = x.timestamp_micros;
-          PutBytes(e, "value", x.value);
+          PutBytesField(e, "value", x.value);
         } else if constexpr (std::is_same_v<E, DeleteCellsEntry>) {
           e["kind"] = "DELETE_CELLS";
           e["start_micros"] = x.start_micros;
@@ -84,7 +76,7 @@ json EntryJson(const ChangeStreamEntry& entry) {
 PipelineRecord ChangeStreamMutationToPipelineRecord(const BigtableChangeStreamMutation& m) {
   PipelineRecord record;
   json& f = record.fields;
-  PutBytes(f, "_row_key", m.row_key());
+  PutBytesField(f, "_row_key", m.row_key());
   f["_mod_type"] = m.type() == ChangeStreamMutationType::kUser ? "USER" : "GARBAGE_COLLECTION";
   f["_commit_timestamp"] = Rfc3339(m.commit_timestamp());
   f["_tiebreaker"] = m.tiebreaker();

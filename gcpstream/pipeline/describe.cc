@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "gcpstream/api/status_macros.h"
+#include "gcpstream/bigtable/client/row_key_range.h"
 #include "gcpstream/connector/lineage.h"
 #include "gcpstream/pipeline/duration_text.h"
 #include "gcpstream/pipeline/file_source.h"
@@ -63,6 +64,21 @@ std::string SourceLine(const SourceSpec& source) {
         connector::DatabaseDestination::of(c->project, c->instance, c->database).resource_name(),
         c->options.start_position.describe(), c->options.max_concurrent_queries_per_subtask,
         c->emulator_endpoint ? ", emulator " + *c->emulator_endpoint : "");
+  }
+  if (const auto* b = std::get_if<BigtableSourceSpec>(&source)) {
+    std::vector<std::string> what;
+    for (const auto& [start, end] : b->row_ranges) {
+      what.push_back(bigtable::FormatRowRange(bigtable::RowKeyRange{start, end}));
+    }
+    for (const auto& p : b->prefixes) what.push_back("prefix " + p);
+    for (const auto& k : b->row_keys) what.push_back("key " + k);
+    return fmt::format(
+        "bigtable {} {}{} (bounded, splits from SampleRowKeys, a restore resumes each split past "
+        "its last emitted row{})",
+        connector::TableDestination::of(b->project, b->instance, b->table).resource_name(),
+        what.empty() ? std::string("whole table") : fmt::format("{}", fmt::join(what, ", ")),
+        b->family ? ", family " + *b->family : std::string(),
+        b->emulator_endpoint ? ", emulator " + *b->emulator_endpoint : "");
   }
   if (const auto* c = std::get_if<BigtableChangeStreamSourceSpec>(&source)) {
     return fmt::format(
@@ -158,6 +174,14 @@ std::vector<std::pair<std::string, LineageVertex>> PipelineLineage(const Pipelin
     const auto db = connector::DatabaseDestination::of(s->project, s->instance, s->database);
     v.datasets.push_back(s->table ? connector::SpannerDataset(db, *s->table)
                                   : connector::SpannerDatabaseDataset(db));
+    out.emplace_back("source", std::move(v));
+  } else if (const auto* b = std::get_if<BigtableSourceSpec>(&spec.source)) {
+    LineageVertex v;
+    v.role = LineageVertex::Role::kSource;
+    v.connector = "bigtable";
+    v.bounded = true;
+    v.datasets.push_back(connector::BigtableDataset(
+        connector::TableDestination::of(b->project, b->instance, b->table)));
     out.emplace_back("source", std::move(v));
   } else if (const auto* c = std::get_if<BigtableChangeStreamSourceSpec>(&spec.source)) {
     LineageVertex v;

@@ -353,15 +353,57 @@ BigtableChangeStreamSourceSpec ParseBigtableChangeStreamSource(YamlMap& m) {
   return spec;
 }
 
+BigtableSourceSpec ParseBigtableSource(YamlMap& m) {
+  BigtableSourceSpec spec;
+  YamlContext& ctx = m.context();
+  spec.project = m.required_string("project");
+  spec.instance = m.required_string("instance");
+  spec.table = m.required_string("table");
+  if (!spec.table.empty()) m.check("table", bigtable::ValidateTableId(spec.table));
+  spec.app_profile_id = m.optional_string("app_profile_id");
+  if (spec.app_profile_id) {
+    m.check("app_profile_id",
+            bigtable::ValidateAppProfileId("BigtableSource", *spec.app_profile_id));
+  }
+  const YAML::Node ranges = m.node("row_ranges");
+  if (ranges.IsDefined() && !ranges.IsNull()) {
+    if (!ranges.IsSequence()) {
+      ctx.fail(ranges.Mark(), m.key_path("row_ranges"), "expected a list of {start, end}");
+    } else {
+      for (std::size_t i = 0; i < ranges.size(); ++i) {
+        YamlMap r(ctx, ranges[i], fmt::format("{}[{}]", m.key_path("row_ranges"), i));
+        std::string start = r.string("start", "");
+        std::string end = r.string("end", "");
+        if (!end.empty() && start >= end) {
+          r.check("end", absl::InvalidArgumentError(fmt::format(
+                             "the range holds no row: its end '{}' is not after its start '{}'",
+                             end, start)));
+        }
+        r.finish();
+        spec.row_ranges.emplace_back(std::move(start), std::move(end));
+      }
+    }
+  }
+  spec.prefixes = m.string_list("prefixes");
+  spec.row_keys = m.string_list("row_keys");
+  spec.family = m.optional_string("family");
+  spec.max_rows_per_fetch = static_cast<int>(
+      m.integer("max_rows_per_fetch", spec.max_rows_per_fetch, IntRange{1, 1000000}));
+  spec.max_bytes_per_fetch = m.integer("max_bytes_per_fetch", spec.max_bytes_per_fetch, kBytes);
+  spec.emulator_endpoint = m.optional_string("emulator_endpoint");
+  spec.service_account_key_file = m.optional_string("service_account_key_file");
+  return spec;
+}
+
 SourceSpec ParseSource(YamlMap m) {
-  const std::string type =
-      m.choice("type", "file",
-               {"file", "pubsub", "spanner", "spanner_change_stream", "bigtable_change_stream"});
+  const std::string type = m.choice(
+      "type", "file",
+      {"file", "pubsub", "spanner", "spanner_change_stream", "bigtable_change_stream", "bigtable"});
   if (!m.has("type") && m.present()) {
     m.context().fail(
         m.mark(), m.key_path("type"),
         "required key is missing; allowed values: file, pubsub, spanner, spanner_change_stream, "
-        "bigtable_change_stream");
+        "bigtable_change_stream, bigtable");
   }
   SourceSpec spec;
   if (type == "pubsub") {
@@ -372,6 +414,8 @@ SourceSpec ParseSource(YamlMap m) {
     spec = ParseSpannerChangeStreamSource(m);
   } else if (type == "bigtable_change_stream") {
     spec = ParseBigtableChangeStreamSource(m);
+  } else if (type == "bigtable") {
+    spec = ParseBigtableSource(m);
   } else {
     spec = ParseFileSource(m);
   }

@@ -1,6 +1,7 @@
 #include "gcpstream/pipeline/pipeline_source.h"
 
 #include "gcpstream/pipeline/bigtable_change_stream_source_factory.h"
+#include "gcpstream/pipeline/bigtable_source_factory.h"
 #include "gcpstream/pipeline/file_source.h"
 #include "gcpstream/pipeline/pubsub_source_factory.h"
 #include "gcpstream/pipeline/spanner_change_stream_source_factory.h"
@@ -20,6 +21,9 @@ absl::StatusOr<PipelineSource> MakePipelineSource(const SourceSpec& spec) {
   }
   if (const auto* changes = std::get_if<BigtableChangeStreamSourceSpec>(&spec)) {
     return MakeBigtableChangeStreamPipelineSource(*changes);
+  }
+  if (const auto* scan = std::get_if<BigtableSourceSpec>(&spec)) {
+    return MakeBigtablePipelineSource(*scan);
   }
   return MakePubSubPipelineSource(std::get<PubSubSourceSpec>(spec));
 }

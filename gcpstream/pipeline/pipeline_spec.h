@@ -75,8 +75,29 @@ struct BigtableChangeStreamSourceSpec {
   std::optional<std::string> service_account_key_file;
 };
 
-using SourceSpec = std::variant<FileSourceSpec, PubSubSourceSpec, SpannerSourceSpec,
-                                SpannerChangeStreamSourceSpec, BigtableChangeStreamSourceSpec>;
+// `source: {type: bigtable}`: a bounded scan of a Bigtable table. Each row becomes a record:
+// `_row_key`, and the newest value of every column read (see BigtableRowToPipelineRecord).
+struct BigtableSourceSpec {
+  std::string project;
+  std::string instance;
+  std::string table;
+  std::optional<std::string> app_profile_id;
+  // [start, end) pairs; an empty bound is open.
+  std::vector<std::pair<std::string, std::string>> row_ranges;
+  std::vector<std::string> prefixes;
+  std::vector<std::string> row_keys;
+  // Only this family is read, and its qualifiers name the fields; unset: every family, the
+  // fields named "family:qualifier".
+  std::optional<std::string> family;
+  int max_rows_per_fetch = 1000;
+  std::int64_t max_bytes_per_fetch = 8 << 20;
+  std::optional<std::string> emulator_endpoint;
+  std::optional<std::string> service_account_key_file;
+};
+
+using SourceSpec =
+    std::variant<FileSourceSpec, PubSubSourceSpec, SpannerSourceSpec, SpannerChangeStreamSourceSpec,
+                 BigtableChangeStreamSourceSpec, BigtableSourceSpec>;
 
 // One field comparison of a keep/drop filter.
 struct FieldComparison {

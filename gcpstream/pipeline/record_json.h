@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -20,6 +21,11 @@ inline constexpr std::size_t kMaxRecordJsonDepth = 256;
 // explanation and byte position) or nests deeper than kMaxRecordJsonDepth (with the byte where
 // the limit was crossed). Never throws; the depth is checked before any parsing.
 absl::StatusOr<nlohmann::json> ParseRecordJson(std::string_view text);
+
+// Puts service bytes (a row key, a qualifier, a cell value) into `out`: as text under `name`
+// when they are valid UTF-8, otherwise in padded standard Base64 under `name` + "_base64", so no
+// byte is lost or guessed.
+void PutBytesField(nlohmann::json& out, const std::string& name, const std::string& bytes);
 
 }  // namespace gcpstream::pipeline
 

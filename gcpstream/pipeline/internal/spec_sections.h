@@ -13,6 +13,7 @@ PubSubSourceSpec ParsePubSubSource(YamlMap& section);
 SpannerSourceSpec ParseSpannerSource(YamlMap& section);
 SpannerChangeStreamSourceSpec ParseSpannerChangeStreamSource(YamlMap& section);
 BigtableChangeStreamSourceSpec ParseBigtableChangeStreamSource(YamlMap& section);
+BigtableSourceSpec ParseBigtableSource(YamlMap& section);
 // project, instance and database of a Spanner source or sink, each id checked at its own key.
 connector::DatabaseDestination ParseSpannerDatabase(YamlMap& section);
 TransformSpec ParseTransform(YamlMap section);

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "tests/fakes/fault_proxy.h"
@@ -71,9 +72,10 @@ class FlightsPipelineIT : public ::testing::Test {
     return fmt::format(
         "FLIGHTS_FILE='{}' FLIGHTS_TOPIC='{}' FLIGHTS_SUBSCRIPTION='{}' FLIGHTS_TABLE='{}' "
         "GCP_PROJECT='{}' BIGTABLE_INSTANCE='{}' PUBSUB_EMULATOR_HOST='{}' "
-        "BIGTABLE_EMULATOR_HOST='{}' CHECKPOINT_DIR='{}'",
+        "BIGTABLE_EMULATOR_HOST='{}' CHECKPOINT_DIR='{}' FLIGHTS_READBACK_TOPIC='{}'",
         (dir_ / "flights.json").string(), topic_, subscription_, table_, kProject, kInstance,
-        pubsub_, bigtable.empty() ? bigtable_ : bigtable, (dir_ / "checkpoints").string());
+        pubsub_, bigtable.empty() ? bigtable_ : bigtable, (dir_ / "checkpoints").string(),
+        topic_ + "-readback");
   }
 
   // Runs the CLI to its end (killed by `timeout` after `limit`); the exit code, output in `log`.
@@ -193,6 +195,35 @@ TEST_F(FlightsPipelineIT, StopWhenIdleDrainsTheSubscriptionThenStopsWithASavepoi
   EXPECT_FALSE(fs::is_empty(savepoints)) << "no savepoint in " << savepoints;
   EXPECT_EQ(FlightsInTable(), static_cast<std::size_t>(kFlights));
   ExpectNothingLeft();
+}
+
+// Pipeline 3 reads the table pipeline 2 wrote back out to Pub/Sub: the bounded scan ends by
+// itself with one message per flight, each carrying its row's columns.
+TEST_F(FlightsPipelineIT, ThenTheScanSourcePublishesEveryRowOnceAndEnds) {
+  constexpr int kFlights = 500;
+  Publish(kFlights);
+  ASSERT_EQ(Run(kPipeline2, "--stop-when-idle 3s", "pipeline2.txt", 180s), 0)
+      << ReadFile(dir_ / "pipeline2.txt");
+  ASSERT_EQ(FlightsInTable(), static_cast<std::size_t>(kFlights));
+  const std::string readback = topic_ + "-readback";
+  ASSERT_TRUE(testing::CreateTopicAndSubscription(*client_, kProject, readback, readback + "-sub",
+                                                  /*ordering=*/false)
+                  .ok());
+  const int rc =
+      Run("examples/pipelines/flights-bigtable-to-pubsub.yaml", "", "pipeline3.txt", 120s);
+  ASSERT_EQ(rc, 0) << "pipeline 3 did not end by itself:\n" << ReadFile(dir_ / "pipeline3.txt");
+  auto messages =
+      client_->pull(testing::SubscriptionName(kProject, readback + "-sub"), kFlights + 1, 10s);
+  std::set<std::string> keys;
+  for (const auto& m : messages) {
+    auto row = nlohmann::json::parse(m.data());
+    keys.insert(row["_row_key"].get<std::string>());
+    EXPECT_EQ(m.attributes().at("row_key"), row["_row_key"]);
+    EXPECT_TRUE(row.contains("delay") && row.contains("distance") && row.contains("destination"))
+        << m.data();
+  }
+  EXPECT_EQ(messages.size(), static_cast<std::size_t>(kFlights)) << "one message per row";
+  EXPECT_EQ(keys.size(), static_cast<std::size_t>(kFlights));
 }
 
 // After a SIGKILL, the messages the killed run had leased come back only when their leases
