@@ -31,15 +31,44 @@ class FetchHandoff {
   // Stream thread: waits for room, then adds. False (the element dropped) once closed.
   bool push(E element, std::size_t bytes) {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] {
-      return closed_ || items_.empty() ||
-             (items_.size() < max_elements_ && buffered_bytes_ < max_bytes_);
-    });
+    if (!room()) {
+      ++pushers_waiting_;
+      not_full_.wait(lock, [&] { return room(); });
+      --pushers_waiting_;
+    }
     if (closed_) return false;
+    const bool was_empty = items_.empty();
     buffered_bytes_ += bytes;
     items_.emplace_back(std::move(element), bytes);
+    // Only the first element wakes a waiting take(): it takes everything there when it runs,
+    // so waking it for every element would cost a context switch per element.
+    const bool wake = was_empty && takers_waiting_ > 0;
     lock.unlock();
-    cv_.notify_all();
+    if (wake) not_empty_.notify_one();
+    return true;
+  }
+
+  // Stream thread: adds several elements at once (what one response message carried), after
+  // waiting for room as push() does; they may take the hand-off past its bounds by that one
+  // group. One wake-up for the group instead of one per element. False once closed.
+  bool push_all(std::vector<std::pair<E, std::size_t>>& elements) {
+    if (elements.empty()) return true;
+    std::unique_lock lock(mu_);
+    if (!room()) {
+      ++pushers_waiting_;
+      not_full_.wait(lock, [&] { return room(); });
+      --pushers_waiting_;
+    }
+    if (closed_) return false;
+    const bool was_empty = items_.empty();
+    for (auto& [element, bytes] : elements) {
+      buffered_bytes_ += bytes;
+      items_.emplace_back(std::move(element), bytes);
+    }
+    elements.clear();
+    const bool wake = was_empty && takers_waiting_ > 0;
+    lock.unlock();
+    if (wake) not_empty_.notify_one();
     return true;
   }
 
@@ -50,7 +79,7 @@ class FetchHandoff {
       done_ = true;
       status_ = std::move(status);
     }
-    cv_.notify_all();
+    not_empty_.notify_all();
   }
 
   struct Taken {
@@ -63,9 +92,14 @@ class FetchHandoff {
   // Fetcher thread: waits for an element, the stream's end or a wake_up().
   Taken take() {
     Taken out;
+    bool wake_pusher = false;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return !items_.empty() || done_ || woken_ || closed_; });
+      if (items_.empty() && !done_ && !woken_ && !closed_) {
+        ++takers_waiting_;
+        not_empty_.wait(lock, [&] { return !items_.empty() || done_ || woken_ || closed_; });
+        --takers_waiting_;
+      }
       woken_ = false;
       std::size_t taken_bytes = 0;
       while (!items_.empty() && out.elements.size() < max_elements_ &&
@@ -79,8 +113,9 @@ class FetchHandoff {
         out.finished = true;
         out.status = status_;
       }
+      wake_pusher = pushers_waiting_ > 0 && !out.elements.empty();
     }
-    cv_.notify_all();
+    if (wake_pusher) not_full_.notify_all();
     return out;
   }
 
@@ -89,7 +124,7 @@ class FetchHandoff {
       std::lock_guard lock(mu_);
       woken_ = true;
     }
-    cv_.notify_all();
+    not_empty_.notify_all();
   }
 
   // Releases push() for good (and a waiting take()); elements held are kept until reset().
@@ -98,7 +133,8 @@ class FetchHandoff {
       std::lock_guard lock(mu_);
       closed_ = true;
     }
-    cv_.notify_all();
+    not_full_.notify_all();
+    not_empty_.notify_all();
   }
 
   // For the next stream: empty, not ended, not closed.
@@ -112,10 +148,19 @@ class FetchHandoff {
   }
 
  private:
+  // Under mu_: whether push() may add now (or must return because the hand-off closed).
+  bool room() const {
+    return closed_ || items_.empty() ||
+           (items_.size() < max_elements_ && buffered_bytes_ < max_bytes_);
+  }
+
   const std::size_t max_elements_;
   const std::size_t max_bytes_;
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable not_empty_;  // take() waits here
+  std::condition_variable not_full_;   // push() waits here
+  int takers_waiting_ = 0;
+  int pushers_waiting_ = 0;
   std::deque<std::pair<E, std::size_t>> items_;
   std::size_t buffered_bytes_ = 0;
   bool done_ = false;

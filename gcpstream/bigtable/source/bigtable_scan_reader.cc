@@ -30,7 +30,11 @@ BigtableScanReader::~BigtableScanReader() { stop_stream(); }
 
 absl::Status BigtableScanReader::handle_splits_addition(
     SplitsAddition<BigtableScanSplit> addition) {
-  for (auto& split : addition.splits) pending_.push_back(std::move(split));
+  {
+    std::lock_guard lock(mu_);
+    for (auto& split : addition.splits) pending_.push_back(std::move(split));
+  }
+  cv_.notify_all();
   return absl::OkStatus();
 }
 
@@ -41,22 +45,37 @@ bool BigtableScanReader::closing() const {
   return closing_;
 }
 
-void BigtableScanReader::read(const BigtableScanSplit& split) {
+void BigtableScanReader::run() {
+  while (true) {
+    BigtableScanSplit split;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return closing_ || !pending_.empty(); });
+      if (closing_) return;
+      split = std::move(pending_.front());
+      pending_.pop_front();
+    }
+    if (!read(split)) return;
+  }
+}
+
+bool BigtableScanReader::read(const BigtableScanSplit& split) {
   RowKeyRange remaining = split.range;
   ReadRowsAssembler assembler;
   int failures = 0;
   std::chrono::milliseconds backoff = request_.initial_backoff;
-  auto fail = [&](const absl::Status& status) {
-    handoff_.finish(absl::Status(status.code(),
-                                 absl::StrCat("BigtableSource: reading ", split.id, " ",
-                                              FormatRowRange(remaining), ": ", status.message())));
+  // Hands over the split's end; false when the hand-off is closed (the reader is closing).
+  auto end = [&](absl::Status status) {
+    if (!status.ok()) {
+      status = absl::Status(status.code(),
+                            absl::StrCat("BigtableSource: reading ", split.id, " ",
+                                         FormatRowRange(remaining), ": ", status.message()));
+    }
+    return handoff_.push(Item{split.id, std::nullopt, std::move(status)}, 0);
   };
   while (true) {
     // Used up: finish without a call (an empty row set would read the whole table).
-    if (IsEmptyRange(remaining)) {
-      handoff_.finish(absl::OkStatus());
-      return;
-    }
+    if (IsEmptyRange(remaining)) return end(absl::OkStatus());
     v2::ReadRowsRequest request;
     request.set_table_name(request_.table_name);
     if (!request_.app_profile_id.empty()) request.set_app_profile_id(request_.app_profile_id);
@@ -66,27 +85,27 @@ void BigtableScanReader::read(const BigtableScanSplit& split) {
     grpc::ClientContext context;
     {
       std::lock_guard lock(mu_);
-      if (closing_) {
-        handoff_.finish(absl::CancelledError("the source reader is closing"));
-        return;
-      }
+      if (closing_) return false;
       call_ = &context;
     }
     auto stream = stub_->ReadRows(&context, request);
     v2::ReadRowsResponse response;
     bool progress = false;
     absl::Status consumed;
+    // The rows one response completes go over together: one wake-up per response.
+    std::vector<std::pair<Item, std::size_t>> rows;
     const auto sink = [&](BigtableRow row) -> absl::Status {
       remaining = RangeAfter(remaining, row.key);
       progress = true;
       const std::size_t bytes = row.estimated_bytes();
-      if (!handoff_.push(std::move(row), bytes)) {
-        return absl::CancelledError("the source reader is closing");
-      }
+      rows.emplace_back(Item{split.id, std::move(row), absl::OkStatus()}, bytes);
       return absl::OkStatus();
     };
     while (stream->Read(&response)) {
       consumed = assembler.consume(response, sink);
+      if (consumed.ok() && !handoff_.push_all(rows)) {
+        consumed = absl::CancelledError("the source reader is closing");
+      }
       if (!consumed.ok()) {
         context.TryCancel();
         break;
@@ -101,44 +120,33 @@ void BigtableScanReader::read(const BigtableScanSplit& split) {
       std::lock_guard lock(mu_);
       call_ = nullptr;
     }
-    if (closing()) {
-      handoff_.finish(absl::CancelledError("the source reader is closing"));
-      return;
-    }
+    if (closing()) return false;
     if (!consumed.ok()) {
-      fail(consumed);
-      return;
+      end(consumed);
+      return false;
     }
     if (status.ok() && assembler.mid_row()) {
       status = absl::UnavailableError("the stream ended in the middle of a row");
     }
-    if (status.ok()) {
-      handoff_.finish(absl::OkStatus());
-      return;
-    }
+    if (status.ok()) return end(absl::OkStatus());
     if (progress) {
       failures = 0;
       backoff = request_.initial_backoff;
     }
     if (!Transient(status.code()) || ++failures >= request_.max_attempts_without_progress) {
-      fail(status);
-      return;
+      end(status);
+      return false;
     }
     assembler.restart();
     spdlog::warn("BigtableSource: ReadRows for {} failed ({}); reading {} again in {} ms", split.id,
                  status.ToString(), FormatRowRange(remaining), backoff.count());
     std::unique_lock lock(mu_);
-    if (cv_.wait_for(lock, backoff, [&] { return closing_; })) {
-      lock.unlock();
-      handoff_.finish(absl::CancelledError("the source reader is closing"));
-      return;
-    }
+    if (cv_.wait_for(lock, backoff, [&] { return closing_; })) return false;
     backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::seconds(5));
   }
 }
 
 void BigtableScanReader::stop_stream() {
-  if (!stream_thread_.joinable()) return;
   {
     std::lock_guard lock(mu_);
     closing_ = true;
@@ -146,33 +154,28 @@ void BigtableScanReader::stop_stream() {
   }
   cv_.notify_all();
   handoff_.close();
-  stream_thread_.join();
-  std::lock_guard lock(mu_);
-  closing_ = false;
+  if (stream_thread_.joinable()) stream_thread_.join();
 }
 
 absl::StatusOr<RecordsWithSplitIds<BigtableRow>> BigtableScanReader::fetch() {
   RecordsWithSplitIds<BigtableRow> batch;
-  if (!current_) {
-    if (pending_.empty()) return batch;
-    if (!stub_) {
-      auto stub = stubs_();
-      if (!stub.ok()) return stub.status();
-      stub_ = *std::move(stub);
-    }
-    current_ = std::move(pending_.front());
-    pending_.pop_front();
-    handoff_.reset();
-    stream_thread_ = std::thread([this, split = *current_] { read(split); });
+  if (!stub_) {
+    auto stub = stubs_();
+    if (!stub.ok()) return stub.status();
+    stub_ = *std::move(stub);
+    stream_thread_ = std::thread([this] { run(); });
   }
-  const std::string id = current_->id;
-  FetchHandoff<BigtableRow>::Taken taken = handoff_.take();
-  for (BigtableRow& row : taken.elements) batch.add(id, std::move(row));
-  if (taken.finished) {
-    stream_thread_.join();
-    if (!taken.status.ok()) return taken.status;
-    batch.finish_split(id);
-    current_.reset();
+  FetchHandoff<Item>::Taken taken = handoff_.take();
+  for (Item& item : taken.elements) {
+    if (item.row) {
+      batch.add(item.split_id, *std::move(item.row));
+    } else if (item.end.ok()) {
+      batch.finish_split(item.split_id);
+    } else {
+      // The rows before it are dropped with the batch: the job fails, and a restore reads them
+      // again from the checkpointed range.
+      return item.end;
+    }
   }
   return batch;
 }

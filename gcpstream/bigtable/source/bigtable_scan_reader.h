@@ -36,13 +36,16 @@ struct BigtableScanRequest {
 
 // Reads the splits assigned to one subtask, one after the other, each with one ReadRows stream
 // over what is left of its range (never an empty row set: a split whose range is used up
-// finishes without a call, because an empty set reads the whole table). A stream thread
-// reassembles rows from cell chunks and hands them to fetch() through a FetchHandoff bounded by
-// one fetch's worth. A transient failure opens the stream again just past the last complete
-// row it received (or the service's last_scanned_row_key), dropping a partial row; a row the
-// stream handed over is never asked for again while this reader lives. Any other failure fails
-// the reader with its code, naming the range. Checkpoint progress is not kept here: the split
-// state advances only when a row is emitted (BigtableSource's emitter).
+// finishes without a call, because an empty set reads the whole table). One stream thread,
+// started with the first split and kept for the reader's life, reassembles rows from cell
+// chunks and hands them to fetch() through a FetchHandoff bounded by one fetch's worth; it
+// moves on to the next assigned split as soon as a stream ends, while fetch() still drains the
+// previous one (a table the service keeps in many sections has many short splits). A transient
+// failure opens the stream again just past the last complete row it received (or the service's
+// last_scanned_row_key), dropping a partial row; a row the stream handed over is never asked
+// for again while this reader lives. Any other failure fails the reader with its code, naming
+// the range. Checkpoint progress is not kept here: the split state advances only when a row is
+// emitted (BigtableSource's emitter).
 class BigtableScanReader final : public SplitReader<BigtableRow, BigtableScanSplit> {
  public:
   BigtableScanReader(BigtableStubFactory stubs, BigtableScanRequest request);
@@ -54,24 +57,31 @@ class BigtableScanReader final : public SplitReader<BigtableRow, BigtableScanSpl
   absl::Status close() override;
 
  private:
-  void read(const BigtableScanSplit& split);
+  // What the stream thread hands over: a row of a split, or the end of a split (`row` empty)
+  // with how its read ended.
+  struct Item {
+    std::string split_id;
+    std::optional<BigtableRow> row;
+    absl::Status end;
+  };
+
+  void run();
+  // Reads one split to its end; false when the reader is closing.
+  bool read(const BigtableScanSplit& split);
   void stop_stream();
   bool closing() const;
 
   BigtableStubFactory stubs_;
   const BigtableScanRequest request_;
-  // Fetcher thread only.
-  std::shared_ptr<google::bigtable::v2::Bigtable::StubInterface> stub_;
-  std::deque<BigtableScanSplit> pending_;
-  std::optional<BigtableScanSplit> current_;
+  std::shared_ptr<google::bigtable::v2::Bigtable::StubInterface> stub_;  // set before the thread
   std::thread stream_thread_;
-  FetchHandoff<BigtableRow> handoff_;
+  FetchHandoff<Item> handoff_;
 
-  // The stream thread's open call, for close() to cancel.
   mutable std::mutex mu_;
   std::condition_variable cv_;
+  std::deque<BigtableScanSplit> pending_;  // assigned, not yet read by the stream thread
   bool closing_ = false;
-  grpc::ClientContext* call_ = nullptr;
+  grpc::ClientContext* call_ = nullptr;  // the stream thread's open call, for close() to cancel
 };
 
 }  // namespace gcpstream::bigtable

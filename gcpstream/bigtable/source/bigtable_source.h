@@ -271,7 +271,13 @@ class BigtableSource final : public Source<T, BigtableScanSplit, BigtableScanEnu
 
     absl::Status start() override {
       GCP_RETURN_IF_ERROR(Base::start());
-      this->context().send_split_request();
+      request_more();
+      return absl::OkStatus();
+    }
+    absl::Status add_splits(std::vector<BigtableScanSplit> splits) override {
+      requested_ = false;
+      GCP_RETURN_IF_ERROR(Base::add_splits(std::move(splits)));
+      request_more();
       return absl::OkStatus();
     }
 
@@ -281,9 +287,20 @@ class BigtableSource final : public Source<T, BigtableScanSplit, BigtableScanEnu
       return state;
     }
     absl::Status on_split_finished(const std::map<std::string, BigtableScanSplit>&) override {
-      if (this->assigned_split_count() == 0) this->context().send_split_request();
+      request_more();
       return absl::OkStatus();
     }
+
+   private:
+    // Keeps the next split queued behind the one being read (one request outstanding at a
+    // time), so a split's end does not wait for the coordinator: a table the service keeps in
+    // many sections has many short splits.
+    void request_more() {
+      if (requested_ || this->no_more_splits() || this->assigned_split_count() >= 2) return;
+      requested_ = true;
+      this->context().send_split_request();
+    }
+    bool requested_ = false;
   };
 
   explicit BigtableSource(Builder b) : b_(std::move(b)) {
