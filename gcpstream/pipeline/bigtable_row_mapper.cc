@@ -1,5 +1,8 @@
 #include "gcpstream/pipeline/bigtable_row_mapper.h"
 
+#include <fmt/format.h>
+
+#include "absl/strings/numbers.h"
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/pipeline/cell_timestamp.h"
 
@@ -12,6 +15,10 @@ absl::StatusOr<BigtableRowMapper> BigtableRowMapper::make(const BigtableMappingS
   for (const auto& [qualifier, text] : spec.columns) {
     GCP_ASSIGN_OR_RETURN(RecordTemplate t, RecordTemplate::parse(text));
     m.columns_.emplace_back(qualifier, std::move(t));
+  }
+  for (const auto& [qualifier, text] : spec.add_to_cell) {
+    GCP_ASSIGN_OR_RETURN(RecordTemplate t, RecordTemplate::parse(text));
+    m.add_to_cell_.emplace_back(qualifier, std::move(t));
   }
   return m;
 }
@@ -35,6 +42,21 @@ absl::StatusOr<bigtable::RowMutationEntry> BigtableRowMapper::map(
     } else {
       entry.set_cell(spec_.family, qualifier, std::move(*value));
     }
+  }
+  for (const auto& [qualifier, tmpl] : add_to_cell_) {
+    absl::StatusOr<std::string> text = tmpl.render(record);
+    if (!text.ok()) {
+      if (spec_.skip_missing_fields) continue;
+      return text.status();
+    }
+    std::int64_t n = 0;
+    if (!absl::SimpleAtoi(*text, &n)) {
+      return absl::InvalidArgumentError(
+          fmt::format("to_bigtable.add_to_cell.{}: '{}' is not a signed 64-bit integer", qualifier,
+                      text->size() > 64 ? text->substr(0, 64) + "..." : *text));
+    }
+    entry.add_to_cell(spec_.family, qualifier, micros.value_or(0),
+                      bigtable::AggregateValue::int64(n));
   }
   return entry;
 }

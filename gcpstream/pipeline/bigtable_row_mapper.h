@@ -16,7 +16,8 @@ namespace gcpstream::pipeline {
 // Turns a record into one Bigtable row as `transform.to_bigtable` says: the row key from its
 // template, one cell per column (family:qualifier = the column template's text), every cell
 // stamped with the timestamp field (so a replay overwrites the same versions) or, without one,
-// with the writer's clock.
+// with the writer's clock; then one AddToCell per add_to_cell column (the rendered text read as
+// a signed 64-bit integer) at the timestamp field's time or, without one, at timestamp 0.
 //
 // Immutable; thread-safe.
 class BigtableRowMapper {
@@ -25,13 +26,15 @@ class BigtableRowMapper {
   static absl::StatusOr<BigtableRowMapper> make(const BigtableMappingSpec& spec);
 
   // INVALID_ARGUMENT naming the field for a missing placeholder (unless skip_missing_fields
-  // skips that cell; the row key is always required) or an unreadable timestamp.
+  // skips that cell; the row key is always required), an unreadable timestamp, or an
+  // add_to_cell value that is not an integer.
   absl::StatusOr<bigtable::RowMutationEntry> map(const PipelineRecord& record) const;
 
  private:
   BigtableMappingSpec spec_;
   RecordTemplate row_key_;
   std::vector<std::pair<std::string, RecordTemplate>> columns_;
+  std::vector<std::pair<std::string, RecordTemplate>> add_to_cell_;
 };
 
 }  // namespace gcpstream::pipeline

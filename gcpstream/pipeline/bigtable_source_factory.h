@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "gcpstream/bigtable/source/bigtable_row.h"
+#include "gcpstream/bigtable/client/bigtable_row.h"
 #include "gcpstream/pipeline/pipeline_record.h"
 #include "gcpstream/pipeline/pipeline_source.h"
 #include "gcpstream/pipeline/pipeline_spec.h"

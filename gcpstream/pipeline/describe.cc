@@ -110,8 +110,9 @@ std::string SinkLine(const PipelineSpec& spec) {
     const auto& m = *spec.transform.to_bigtable;
     std::string cols;
     for (const auto& [q, t] : m.columns) cols += fmt::format(" {}:{}={}", m.family, q, t);
+    for (const auto& [q, t] : m.add_to_cell) cols += fmt::format(" {}:{}+={}", m.family, q, t);
     return fmt::format(
-        "bigtable {} row key {}, cells{}, timestamp {}{}{}",
+        "bigtable {} row key {}, cells{}, timestamp {}{}{}{}",
         connector::TableDestination::of(b->project, b->instance, b->table).resource_name(),
         m.row_key, cols,
         m.timestamp ? fmt::format("from field {}{}", m.timestamp->field,
@@ -119,6 +120,11 @@ std::string SinkLine(const PipelineSpec& spec) {
                                                       : std::string(" (number)"))
                     : std::string("the writer's clock"),
         b->create_if_needed ? ", table created if missing" : "",
+        b->exactly_once
+            ? fmt::format(", exactly once (staged until each checkpoint completes, markers in "
+                          "family {}, app profile {})",
+                          b->staged_options.marker_family, b->app_profile_id)
+            : std::string(", at least once"),
         b->emulator_endpoint ? ", emulator " + *b->emulator_endpoint : "");
   }
   if (const auto* c = std::get_if<CloudTasksSinkSpec>(&spec.sink)) {

@@ -74,6 +74,40 @@ BigtableSinkSpec ParseBigtableSink(YamlMap& m) {
   spec.create_if_needed = m.choice("create_disposition", "CREATE_NEVER",
                                    {"CREATE_NEVER", "CREATE_IF_NEEDED"}) == "CREATE_IF_NEEDED";
   spec.table_create_options = ParseTableCreateOptions(m);
+  spec.exactly_once = m.choice("delivery_guarantee", "AT_LEAST_ONCE",
+                               {"AT_LEAST_ONCE", "EXACTLY_ONCE"}) == "EXACTLY_ONCE";
+  if (spec.exactly_once) {
+    YamlContext& ctx = m.context();
+    if (spec.app_profile_id.empty()) {
+      ctx.fail(m.mark(), m.key_path("app_profile_id"),
+               "EXACTLY_ONCE needs an app profile with single-cluster routing and transactional "
+               "writes");
+    }
+    if (spec.create_if_needed || spec.table_create_options) {
+      ctx.fail(m.mark(), m.key_path("create_disposition"),
+               "EXACTLY_ONCE writes to a table provisioned beforehand, with its marker family "
+               "(the staged mode never creates tables or families)");
+    }
+    if (m.has("writer_options")) {
+      ctx.fail(m.mark(), m.key_path("writer_options"),
+               "EXACTLY_ONCE takes staged_options, not writer_options (it sends no MutateRows)");
+    }
+    YamlMap st = m.map("staged_options");
+    auto& so = spec.staged_options;
+    so.marker_family = st.required_string("marker_family");
+    so.request_options.max_in_flight_requests = static_cast<int>(st.integer(
+        "max_in_flight_requests", so.request_options.max_in_flight_requests, IntRange{1, 10000}));
+    so.request_options.request_timeout =
+        st.duration("request_timeout", so.request_options.request_timeout, kLongSpan);
+    so.max_entries_per_interval =
+        st.integer("max_entries_per_interval", so.max_entries_per_interval, kCount);
+    so.max_bytes_per_interval =
+        st.integer("max_bytes_per_interval", so.max_bytes_per_interval, kBytes);
+    st.finish();
+  } else if (m.has("staged_options")) {
+    m.context().fail(m.mark(), m.key_path("staged_options"),
+                     "staged_options belong to delivery_guarantee: EXACTLY_ONCE");
+  }
   YamlMap w = m.map("writer_options");
   auto& o = spec.writer_options;
   o.batch_element_count =

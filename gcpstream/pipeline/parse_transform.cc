@@ -286,9 +286,18 @@ TransformSpec ParseTransform(YamlMap m) {
     bt.row_key = CheckedTemplate(b, "row_key", true);
     bt.family = b.required_string("family");
     bt.columns = ParseTemplateMap(b, "columns", true);
-    if (bt.columns.empty()) {
+    // A bare integer adds that constant (`delayed: 1` counts records); another bare word names
+    // a field.
+    bt.add_to_cell = ParseTemplateMap(b, "add_to_cell", false);
+    for (auto& [qualifier, tmpl] : bt.add_to_cell) {
+      const bool literal =
+          !tmpl.empty() && tmpl.find_first_not_of("-0123456789") == std::string::npos;
+      if (!literal && tmpl.find('{') == std::string::npos) tmpl = "{" + tmpl + "}";
+    }
+    if (bt.columns.empty() && bt.add_to_cell.empty()) {
       ctx.fail(b.mark(), b.key_path("columns"),
-               "required: a mapping of qualifier: field (or template), at least one");
+               "required: a mapping of qualifier: field (or template), at least one (or "
+               "add_to_cell)");
     }
     bt.timestamp = ParseTimestamp(b);
     bt.skip_missing_fields = b.boolean("skip_missing_fields", false);

@@ -7,6 +7,7 @@
 
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/bigtable/sink/bigtable_sink.h"
+#include "gcpstream/bigtable/staged/bigtable_staged_sink.h"
 #include "gcpstream/pipeline/bigtable_row_mapper.h"
 #include "gcpstream/pipeline/cloud_tasks_task_mapper.h"
 #include "gcpstream/pipeline/option_location.h"
@@ -44,11 +45,37 @@ absl::Status BuildAndAttach(Builder& builder, DataStream<PipelineRecord>& stream
   return absl::OkStatus();
 }
 
+// The staged (exactly-once) Bigtable sink: no failure handler (a record that cannot be staged
+// fails the job) and a table provisioned beforehand.
+absl::Status AttachStagedBigtable(const PipelineSpec& spec, const BigtableSinkSpec& sink,
+                                  const BigtableRowMapper& mapper,
+                                  DataStream<PipelineRecord> stream) {
+  if (spec.failure_handler.kind != FailureHandlerSpec::Kind::kFail) {
+    return absl::InvalidArgumentError(
+        "delivery_guarantee EXACTLY_ONCE takes failure_handler: fail only (a record that cannot "
+        "be staged fails the job)");
+  }
+  auto builder = bigtable::BigtableStagedSink<PipelineRecord>::builder();
+  builder.table(connector::TableDestination::of(sink.project, sink.instance, sink.table))
+      .app_profile_id(sink.app_profile_id)
+      .staged_options(sink.staged_options)
+      .serializer(bigtable::BigtableSerializationSchema<PipelineRecord>::of(
+          [mapper](const PipelineRecord& r,
+                   const SinkWriterContext&) -> std::optional<bigtable::RowMutationEntry> {
+            auto entry = mapper.map(r);
+            if (!entry.ok()) ThrowMappingError(entry.status());
+            return std::move(*entry);
+          }));
+  ApplyConnection(builder, sink);
+  return BuildAndAttach(builder, stream);
+}
+
 absl::Status AttachBigtable(const PipelineSpec& spec, const BigtableSinkSpec& sink,
                             std::shared_ptr<connector::FailureHandler> handler,
                             DataStream<PipelineRecord> stream) {
   GCP_ASSIGN_OR_RETURN(BigtableRowMapper mapper,
                        BigtableRowMapper::make(*spec.transform.to_bigtable));
+  if (sink.exactly_once) return AttachStagedBigtable(spec, sink, mapper, std::move(stream));
   auto builder = bigtable::BigtableSink<PipelineRecord>::builder();
   builder.table(connector::TableDestination::of(sink.project, sink.instance, sink.table))
       .serializer(bigtable::BigtableSerializationSchema<PipelineRecord>::of(

@@ -13,6 +13,7 @@
 #include "gcpstream/bigtable/admin/table_create_options.h"
 #include "gcpstream/bigtable/changestream/change_stream_options.h"
 #include "gcpstream/bigtable/sink/bigtable_writer_options.h"
+#include "gcpstream/bigtable/staged/staged_envelope.h"
 #include "gcpstream/pipeline/pubsub_source_spec.h"
 #include "gcpstream/pipeline/yaml_fields.h"
 #include "gcpstream/pubsub/admin/topic_admin.h"
@@ -133,6 +134,9 @@ struct BigtableMappingSpec {
   std::string family;
   // qualifier -> template of the value (a bare field name is written "{field}")
   std::vector<std::pair<std::string, std::string>> columns;
+  // qualifier -> template of an integer added to the aggregate cell (AddToCell on an INT64
+  // family), at the mapping's timestamp or, without one, at timestamp 0 (one cell per column).
+  std::vector<std::pair<std::string, std::string>> add_to_cell;
   // unset: the writer's clock (a replay adds a version)
   std::optional<TimestampSpec> timestamp;
   // Skip (rather than fail) a cell whose field is missing [false].
@@ -217,6 +221,9 @@ struct BigtableSinkSpec {
   bool create_if_needed = false;
   std::optional<bigtable::TableCreateOptions> table_create_options;
   bigtable::BigtableWriterOptions writer_options;
+  // EXACTLY_ONCE: the checkpoint-owned staged mode (BigtableStagedSink), with staged_options.
+  bool exactly_once = false;
+  bigtable::BigtableStagedOptions staged_options;
 };
 
 struct PubSubSinkSpec {

@@ -73,25 +73,6 @@ v2::ReadModifyWriteRowRequest ReadModifyWriteRequest::to_proto(
   return r;
 }
 
-BigtableRow BigtableRow::from_proto(const v2::Row& row) {
-  BigtableRow out;
-  out.key = row.key();
-  for (const auto& family : row.families()) {
-    for (const auto& column : family.columns()) {
-      for (const auto& cell : column.cells()) {
-        BigtableCell c;
-        c.family = family.name();
-        c.qualifier = column.qualifier();
-        c.timestamp_micros = cell.timestamp_micros();
-        c.value = cell.value();
-        c.labels.assign(cell.labels().begin(), cell.labels().end());
-        out.cells.push_back(std::move(c));
-      }
-    }
-  }
-  return out;
-}
-
 absl::StatusOr<std::int64_t> DecodeCounter(const std::string& value) {
   if (value.size() != 8) {
     return absl::InvalidArgumentError(

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "gcpstream/bigtable/client/bigtable_row.h"
 #include "google/bigtable/v2/bigtable.pb.h"
 
 namespace gcpstream::bigtable {
@@ -42,23 +43,6 @@ class ReadModifyWriteRequest {
  private:
   std::string row_key_;
   std::vector<google::bigtable::v2::ReadModifyWriteRule> rules_;
-};
-
-// A row as the service returned it: its key and cells, in the service's order. Timestamps are
-// microseconds; values are bytes (an incremented counter: 8 bytes big-endian).
-struct BigtableCell {
-  std::string family;
-  std::string qualifier;
-  std::int64_t timestamp_micros = 0;
-  std::string value;
-  std::vector<std::string> labels;
-  friend bool operator==(const BigtableCell&, const BigtableCell&) = default;
-};
-struct BigtableRow {
-  std::string key;
-  std::vector<BigtableCell> cells;
-  friend bool operator==(const BigtableRow&, const BigtableRow&) = default;
-  static BigtableRow from_proto(const google::bigtable::v2::Row& row);
 };
 
 // What a read-modify-write request did: the cells it changed, with their new values (not the

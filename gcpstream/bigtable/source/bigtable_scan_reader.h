@@ -13,8 +13,8 @@
 #include "gcpstream/api/fetch_handoff.h"
 #include "gcpstream/api/split_reader.h"
 #include "gcpstream/bigtable/client/blocking_stub.h"
-#include "gcpstream/bigtable/source/bigtable_row.h"
 #include "gcpstream/bigtable/source/bigtable_scan_split.h"
+#include "gcpstream/bigtable/source/read_rows_assembler.h"
 
 namespace gcpstream::bigtable {
 

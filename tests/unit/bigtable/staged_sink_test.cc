@@ -291,7 +291,9 @@ TEST(BigtableStagedSinkTest, FailuresAfterTheRowWasAppliedAndRestartsNeverCountT
       },
       /*restarts=*/5);
   ASSERT_TRUE(result.status.ok()) << result.status;
-  EXPECT_GE(result.restarts, 3) << "two commit failures and one operator failure";
+  // Two commit failures and one operator failure; two of them can land in the same attempt
+  // (the sink's commit fails while the job is already failing), so at least two restarts.
+  EXPECT_GE(result.restarts, 2);
   for (int k = 0; k < 10; ++k) {
     EXPECT_EQ(table->sum("counter#" + std::to_string(k)), Expected(k, 3000))
         << "counter#" << k << " must equal its sum exactly";

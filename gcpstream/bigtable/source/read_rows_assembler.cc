@@ -1,4 +1,4 @@
-#include "gcpstream/bigtable/source/bigtable_row.h"
+#include "gcpstream/bigtable/source/read_rows_assembler.h"
 
 #include <algorithm>
 
@@ -14,33 +14,6 @@ absl::Status Violation(absl::string_view rule) {
 }
 
 }  // namespace
-
-std::vector<const BigtableCell*> BigtableRow::cells_of(std::string_view family,
-                                                       std::string_view qualifier) const {
-  std::vector<const BigtableCell*> out;
-  for (const BigtableCell& cell : cells) {
-    if (cell.family == family && cell.qualifier == qualifier) out.push_back(&cell);
-  }
-  return out;
-}
-
-const BigtableCell* BigtableRow::latest(std::string_view family, std::string_view qualifier) const {
-  const BigtableCell* best = nullptr;
-  for (const BigtableCell& cell : cells) {
-    if (cell.family != family || cell.qualifier != qualifier) continue;
-    if (best == nullptr || cell.timestamp_micros > best->timestamp_micros) best = &cell;
-  }
-  return best;
-}
-
-std::size_t BigtableRow::estimated_bytes() const {
-  std::size_t n = key.size();
-  for (const BigtableCell& cell : cells) {
-    n += cell.family.size() + cell.qualifier.size() + cell.value.size() + 8;
-    for (const std::string& label : cell.labels) n += label.size();
-  }
-  return n;
-}
 
 void ReadRowsAssembler::restart() {
   in_row_ = false;
