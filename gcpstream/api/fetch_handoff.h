@@ -30,22 +30,10 @@ class FetchHandoff {
 
   // Stream thread: waits for room, then adds. False (the element dropped) once closed.
   bool push(E element, std::size_t bytes) {
-    std::unique_lock lock(mu_);
-    if (!room()) {
-      ++pushers_waiting_;
-      not_full_.wait(lock, [&] { return room(); });
-      --pushers_waiting_;
-    }
-    if (closed_) return false;
-    const bool was_empty = items_.empty();
-    buffered_bytes_ += bytes;
-    items_.emplace_back(std::move(element), bytes);
-    // Only the first element wakes a waiting take(): it takes everything there when it runs,
-    // so waking it for every element would cost a context switch per element.
-    const bool wake = was_empty && takers_waiting_ > 0;
-    lock.unlock();
-    if (wake) not_empty_.notify_one();
-    return true;
+    return add([&] {
+      buffered_bytes_ += bytes;
+      items_.emplace_back(std::move(element), bytes);
+    });
   }
 
   // Stream thread: adds several elements at once (what one response message carried), after
@@ -53,23 +41,13 @@ class FetchHandoff {
   // group. One wake-up for the group instead of one per element. False once closed.
   bool push_all(std::vector<std::pair<E, std::size_t>>& elements) {
     if (elements.empty()) return true;
-    std::unique_lock lock(mu_);
-    if (!room()) {
-      ++pushers_waiting_;
-      not_full_.wait(lock, [&] { return room(); });
-      --pushers_waiting_;
-    }
-    if (closed_) return false;
-    const bool was_empty = items_.empty();
-    for (auto& [element, bytes] : elements) {
-      buffered_bytes_ += bytes;
-      items_.emplace_back(std::move(element), bytes);
-    }
-    elements.clear();
-    const bool wake = was_empty && takers_waiting_ > 0;
-    lock.unlock();
-    if (wake) not_empty_.notify_one();
-    return true;
+    return add([&] {
+      for (auto& [element, bytes] : elements) {
+        buffered_bytes_ += bytes;
+        items_.emplace_back(std::move(element), bytes);
+      }
+      elements.clear();
+    });
   }
 
   // Stream thread: the stream ended with `status` (OK: read to its end).
@@ -148,6 +126,26 @@ class FetchHandoff {
   }
 
  private:
+  // Waits for room, then runs `append` under the lock; only the first elements wake a waiting
+  // take(): it takes everything there when it runs, so waking it for every element would cost a
+  // context switch per element.
+  template <typename Append>
+  bool add(Append&& append) {
+    std::unique_lock lock(mu_);
+    if (!room()) {
+      ++pushers_waiting_;
+      not_full_.wait(lock, [&] { return room(); });
+      --pushers_waiting_;
+    }
+    if (closed_) return false;
+    const bool was_empty = items_.empty();
+    append();
+    const bool wake = was_empty && takers_waiting_ > 0;
+    lock.unlock();
+    if (wake) not_empty_.notify_one();
+    return true;
+  }
+
   // Under mu_: whether push() may add now (or must return because the hand-off closed).
   bool room() const {
     return closed_ || items_.empty() ||

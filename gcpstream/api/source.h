@@ -29,8 +29,8 @@ class Source {
   virtual Boundedness boundedness() const = 0;
   virtual absl::StatusOr<std::unique_ptr<SplitEnumerator<SplitT, EnumStateT>>> create_enumerator(
       SplitEnumeratorContext<SplitT>& context) const = 0;
-  virtual absl::StatusOr<std::unique_ptr<SplitEnumerator<SplitT, EnumStateT>>>
-  restore_enumerator(SplitEnumeratorContext<SplitT>& context, EnumStateT state) const = 0;
+  virtual absl::StatusOr<std::unique_ptr<SplitEnumerator<SplitT, EnumStateT>>> restore_enumerator(
+      SplitEnumeratorContext<SplitT>& context, EnumStateT state) const = 0;
   virtual absl::StatusOr<std::unique_ptr<SourceReader<T, SplitT>>> create_reader(
       SourceReaderContext& context) const = 0;
   virtual const VersionedSerializer<SplitT>& split_serializer() const = 0;

@@ -15,10 +15,10 @@
 #define GCP_STATUS_CONCAT_INNER_(a, b) a##b
 #define GCP_STATUS_CONCAT_(a, b) GCP_STATUS_CONCAT_INNER_(a, b)
 
-#define GCP_RETURN_IF_ERROR(expr)                  \
-  do {                                             \
-    ::absl::Status gcp_status_ = (expr);           \
-    if (!gcp_status_.ok()) return gcp_status_;     \
+#define GCP_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    ::absl::Status gcp_status_ = (expr);       \
+    if (!gcp_status_.ok()) return gcp_status_; \
   } while (false)
 
 #define GCP_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \

@@ -26,7 +26,7 @@ concept Encodable = requires(const T& v, util::ByteWriter& w, util::ByteReader& 
 };
 
 template <typename T>
-  requires std::is_integral_v<T> || std::is_enum_v<T>
+requires std::is_integral_v<T> || std::is_enum_v<T>
 struct ValueCodec<T> {
   static void encode(const T& v, util::ByteWriter& w) { w.put_i64(static_cast<std::int64_t>(v)); }
   static absl::StatusOr<T> decode(util::ByteReader& r) {

@@ -39,4 +39,13 @@ absl::Status ValidateAppProfileId(std::string_view who, std::string_view id) {
       who));
 }
 
+absl::Status ValidateTableDestination(std::string_view who,
+                                      const std::optional<connector::TableDestination>& table) {
+  if (!table || table->project.empty() || table->instance.empty() || table->table.empty()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{} needs table(...) with project, instance and table", who));
+  }
+  return ValidateTableId(table->table);
+}
+
 }  // namespace gcpstream::bigtable

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gcpstream/api/collector.h"
+#include "gcpstream/api/deserialize.h"
 #include "gcpstream/api/lineage.h"
 #include "gcpstream/api/source.h"
 #include "gcpstream/api/source_reader_base.h"
@@ -158,10 +159,7 @@ class BigtableChangeStreamSource final
     absl::StatusOr<std::shared_ptr<BigtableChangeStreamSource>> build() const {
       constexpr char kWho[] = "BigtableChangeStreamSource";
       GCP_RETURN_IF_ERROR(this->builder_error());
-      if (!table_ || table_->project.empty() || table_->instance.empty() || table_->table.empty()) {
-        return absl::InvalidArgumentError(std::string(kWho) +
-                                          " needs table(...) with project, instance and table");
-      }
+      GCP_RETURN_IF_ERROR(ValidateTableDestination(kWho, table_));
       if (app_profile_.empty()) {
         return absl::InvalidArgumentError(
             std::string(kWho) +
@@ -313,23 +311,15 @@ class BigtableChangeStreamSource final
         skipped_without_change_.inc_single_writer();
         return absl::OkStatus();
       }
-      records_.clear();
-      VectorCollector<T> out(records_);
-      absl::Status status;
-      try {
-        status = deserializer_(*mutation, out);
-      } catch (const std::exception& e) {
-        status = absl::InternalError(e.what());
-      }
-      if (!status.ok()) {
-        return absl::Status(
-            status.code(),
-            "BigtableChangeStreamSource: the deserializer failed on a mutation committed at " +
-                absl::FormatTime(absl::RFC3339_full, mutation->commit_timestamp(),
-                                 absl::UTCTimeZone()) +
-                " in partition " + FormatRowRange(split.partition) + ": " +
-                std::string(status.message()));
-      }
+      GCP_RETURN_IF_ERROR(RunDeserializer(
+          records_, [&](Collector<T>& out) { return deserializer_(*mutation, out); },
+          [&] {
+            return "BigtableChangeStreamSource: the deserializer failed on a mutation committed "
+                   "at " +
+                   absl::FormatTime(absl::RFC3339_full, mutation->commit_timestamp(),
+                                    absl::UTCTimeZone()) +
+                   " in partition " + FormatRowRange(split.partition);
+          }));
       if (records_.empty()) skipped_.inc_single_writer();
       const std::int64_t ts = absl::ToUnixMillis(mutation->commit_timestamp());
       for (T& r : records_) GCP_RETURN_IF_ERROR(output.collect(std::move(r), ts));

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gcpstream/api/collector.h"
+#include "gcpstream/api/deserialize.h"
 #include "gcpstream/api/lineage.h"
 #include "gcpstream/api/source.h"
 #include "gcpstream/api/source_reader_base.h"
@@ -139,11 +140,7 @@ class BigtableSource final : public Source<T, BigtableScanSplit, BigtableScanEnu
     absl::StatusOr<std::shared_ptr<BigtableSource>> build() const {
       constexpr char kWho[] = "BigtableSource";
       GCP_RETURN_IF_ERROR(this->builder_error());
-      if (!table_ || table_->project.empty() || table_->instance.empty() || table_->table.empty()) {
-        return absl::InvalidArgumentError(std::string(kWho) +
-                                          " needs table(...) with project, instance and table");
-      }
-      GCP_RETURN_IF_ERROR(ValidateTableId(table_->table));
+      GCP_RETURN_IF_ERROR(ValidateTableDestination(kWho, table_));
       if (!deserializer_) {
         return absl::InvalidArgumentError(std::string(kWho) + " needs deserializer(...)");
       }
@@ -234,20 +231,12 @@ class BigtableSource final : public Source<T, BigtableScanSplit, BigtableScanEnu
     absl::Status emit_record(BigtableRow row, SourceOutput<T>& output,
                              BigtableScanSplit& split) override {
       rows_read_.inc_single_writer();
-      records_.clear();
-      VectorCollector<T> out(records_);
-      absl::Status status;
-      try {
-        status = deserializer_(row, out);
-      } catch (const std::exception& e) {
-        status = absl::InternalError(e.what());
-      }
-      if (!status.ok()) {
-        return absl::Status(status.code(),
-                            absl::StrCat("BigtableSource: the deserializer failed on row ",
-                                         FormatRowRange(SingleKeyRange(row.key)), " of ", split.id,
-                                         ": ", status.message()));
-      }
+      GCP_RETURN_IF_ERROR(RunDeserializer(
+          records_, [&](Collector<T>& out) { return deserializer_(row, out); },
+          [&] {
+            return absl::StrCat("BigtableSource: the deserializer failed on row ",
+                                FormatRowRange(SingleKeyRange(row.key)), " of ", split.id);
+          }));
       if (records_.empty()) skipped_.inc_single_writer();
       for (T& record : records_) GCP_RETURN_IF_ERROR(output.collect(std::move(record)));
       // Only now is the row behind us: the state resumes past it.

@@ -97,11 +97,7 @@ class BigtableStagedSink final : public Sink<T>,
     absl::StatusOr<std::shared_ptr<BigtableStagedSink>> build() const {
       constexpr char kWho[] = "BigtableStagedSink";
       GCP_RETURN_IF_ERROR(this->builder_error());
-      if (!table_ || table_->project.empty() || table_->instance.empty() || table_->table.empty()) {
-        return absl::InvalidArgumentError(std::string(kWho) +
-                                          " needs table(...) with project, instance and table");
-      }
-      GCP_RETURN_IF_ERROR(ValidateTableId(table_->table));
+      GCP_RETURN_IF_ERROR(ValidateTableDestination(kWho, table_));
       if (app_profile_.empty()) {
         return absl::InvalidArgumentError(
             std::string(kWho) +

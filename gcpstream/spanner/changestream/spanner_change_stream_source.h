@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gcpstream/api/collector.h"
+#include "gcpstream/api/deserialize.h"
 #include "gcpstream/api/lineage.h"
 #include "gcpstream/api/source.h"
 #include "gcpstream/api/source_reader_base.h"
@@ -219,22 +220,14 @@ class SpannerChangeStreamSource final
         }
         columns_filtered_.inc_single_writer(outcome.columns_removed);
       }
-      records_.clear();
-      VectorCollector<T> out(records_);
-      absl::Status status;
-      try {
-        status = deserializer_(data, out);
-      } catch (const std::exception& e) {
-        status = absl::InternalError(e.what());
-      }
-      if (!status.ok()) {
-        return absl::Status(
-            status.code(),
-            absl::StrCat("SpannerChangeStreamSource: the deserializer failed on a record of "
-                         "table ",
-                         data.table_name, " at ", FormatTimestamp(data.commit_timestamp),
-                         " (partition ", id, "): ", status.message()));
-      }
+      GCP_RETURN_IF_ERROR(RunDeserializer(
+          records_, [&](Collector<T>& out) { return deserializer_(data, out); },
+          [&] {
+            return absl::StrCat(
+                "SpannerChangeStreamSource: the deserializer failed on a record of table ",
+                data.table_name, " at ", FormatTimestamp(data.commit_timestamp), " (partition ", id,
+                ")");
+          }));
       if (records_.empty()) skipped_.inc_single_writer();
       const std::int64_t ts = absl::ToUnixMillis(data.commit_timestamp);
       for (T& r : records_) GCP_RETURN_IF_ERROR(output.collect(std::move(r), ts));

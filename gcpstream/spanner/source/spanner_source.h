@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gcpstream/api/collector.h"
+#include "gcpstream/api/deserialize.h"
 #include "gcpstream/api/lineage.h"
 #include "gcpstream/api/source.h"
 #include "gcpstream/api/source_reader_base.h"
@@ -156,19 +157,12 @@ class SpannerSource final : public Source<T, SpannerPartitionSplit, SpannerSourc
                              SpannerPartitionSplit& split) override {
       rows_read_.inc_single_writer();
       split.started = true;
-      records_.clear();
-      VectorCollector<T> out(records_);
-      absl::Status status;
-      try {
-        status = deserializer_(row, out);
-      } catch (const std::exception& e) {
-        status = absl::InternalError(e.what());
-      }
-      if (!status.ok()) {
-        return absl::Status(status.code(),
-                            absl::StrCat("SpannerSource: the deserializer failed on a row of ",
-                                         split.split_id(), ": ", status.message()));
-      }
+      GCP_RETURN_IF_ERROR(RunDeserializer(
+          records_, [&](Collector<T>& out) { return deserializer_(row, out); },
+          [&] {
+            return absl::StrCat("SpannerSource: the deserializer failed on a row of ",
+                                split.split_id());
+          }));
       if (records_.empty()) skipped_.inc_single_writer();
       for (T& record : records_) GCP_RETURN_IF_ERROR(output.collect(std::move(record)));
       return absl::OkStatus();
