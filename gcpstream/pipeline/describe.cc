@@ -111,6 +111,24 @@ std::string SinkLine(const PipelineSpec& spec) {
     std::string cols;
     for (const auto& [q, t] : m.columns) cols += fmt::format(" {}:{}={}", m.family, q, t);
     for (const auto& [q, t] : m.add_to_cell) cols += fmt::format(" {}:{}+={}", m.family, q, t);
+    for (const auto& [q, t] : m.increment)
+      cols += fmt::format(" {}:{} incremented by {}", m.family, q, t);
+    for (const auto& [q, t] : m.append) cols += fmt::format(" {}:{} appended {}", m.family, q, t);
+    if (m.when) {
+      using Kind = BigtableMappingSpec::Predicate::Kind;
+      cols += m.when->kind == Kind::kRowExists ? std::string(" when the row exists")
+              : m.when->kind == Kind::kCellExists
+                  ? fmt::format(" when {}:{} exists", m.family, m.when->qualifier)
+                  : fmt::format(" when the newest {}:{} equals {}", m.family, m.when->qualifier,
+                                m.when->value);
+      for (const auto& [q, t] : m.otherwise)
+        cols += fmt::format(", otherwise {}:{}={}", m.family, q, t);
+    }
+    if (b->mode != BigtableSinkSpec::Mode::kMutateRows) {
+      cols += b->mode == BigtableSinkSpec::Mode::kConditional
+                  ? " (one CheckAndMutateRow per record)"
+                  : " (one ReadModifyWriteRow per record)";
+    }
     return fmt::format(
         "bigtable {} row key {}, cells{}, timestamp {}{}{}{}",
         connector::TableDestination::of(b->project, b->instance, b->table).resource_name(),
@@ -252,7 +270,7 @@ std::vector<std::pair<std::string, LineageVertex>> PipelineLineage(const Pipelin
 absl::StatusOr<std::string> DescribePipeline(const PipelineSpec& spec) {
   // Validate the sink (and failure handler) builders on a throwaway graph.
   {
-    StreamExecutionEnvironment env;
+    StreamExecutionEnvironment env(MakeExecutionConfig(spec, {}));
     auto stream = env.from_source(std::make_shared<NumberSequenceSource>(0, 0, 1),
                                   WatermarkStrategy<std::int64_t>::no_watermarks(), "probe")
                       .map([](std::int64_t) { return PipelineRecord{}; });

@@ -74,8 +74,42 @@ BigtableSinkSpec ParseBigtableSink(YamlMap& m) {
   spec.create_if_needed = m.choice("create_disposition", "CREATE_NEVER",
                                    {"CREATE_NEVER", "CREATE_IF_NEEDED"}) == "CREATE_IF_NEEDED";
   spec.table_create_options = ParseTableCreateOptions(m);
+  const std::string mode =
+      m.choice("mode", "MUTATE_ROWS", {"MUTATE_ROWS", "CONDITIONAL", "READ_MODIFY_WRITE"});
+  if (mode != "MUTATE_ROWS") {
+    spec.mode = mode == "CONDITIONAL" ? BigtableSinkSpec::Mode::kConditional
+                                      : BigtableSinkSpec::Mode::kReadModifyWrite;
+    YamlContext& ctx = m.context();
+    if (spec.create_if_needed || spec.table_create_options) {
+      ctx.fail(m.mark(), m.key_path("create_disposition"),
+               "the single-row modes never create tables (a missing table fails the job)");
+    }
+    if (m.has("writer_options")) {
+      ctx.fail(m.mark(), m.key_path("writer_options"),
+               "the single-row modes take request_options, not writer_options");
+    }
+    YamlMap r = m.map("request_options");
+    auto& ro = spec.request_options;
+    ro.max_in_flight_requests = static_cast<int>(
+        r.integer("max_in_flight_requests", ro.max_in_flight_requests, IntRange{1, 10000}));
+    ro.request_timeout = r.duration("request_timeout", ro.request_timeout, kLongSpan);
+    r.finish();
+    spec.fail_on_empty_branch =
+        m.choice("empty_branch_policy", "IGNORE", {"IGNORE", "FAIL"}) == "FAIL";
+    if (spec.mode != BigtableSinkSpec::Mode::kConditional && m.has("empty_branch_policy")) {
+      ctx.fail(m.mark(), m.key_path("empty_branch_policy"), "belongs to mode CONDITIONAL");
+    }
+  } else if (m.has("request_options") || m.has("empty_branch_policy")) {
+    m.context().fail(
+        m.mark(), m.key_path(m.has("request_options") ? "request_options" : "empty_branch_policy"),
+        "belongs to the single-row modes (mode: CONDITIONAL or READ_MODIFY_WRITE)");
+  }
   spec.exactly_once = m.choice("delivery_guarantee", "AT_LEAST_ONCE",
                                {"AT_LEAST_ONCE", "EXACTLY_ONCE"}) == "EXACTLY_ONCE";
+  if (spec.exactly_once && spec.mode != BigtableSinkSpec::Mode::kMutateRows) {
+    m.context().fail(m.mark(), m.key_path("delivery_guarantee"),
+                     "EXACTLY_ONCE is a MUTATE_ROWS mode; the single-row modes are at least once");
+  }
   if (spec.exactly_once) {
     YamlContext& ctx = m.context();
     if (spec.app_profile_id.empty()) {

@@ -294,10 +294,47 @@ TransformSpec ParseTransform(YamlMap m) {
           !tmpl.empty() && tmpl.find_first_not_of("-0123456789") == std::string::npos;
       if (!literal && tmpl.find('{') == std::string::npos) tmpl = "{" + tmpl + "}";
     }
-    if (bt.columns.empty() && bt.add_to_cell.empty()) {
+    bt.increment = ParseTemplateMap(b, "increment", false);
+    for (auto& [qualifier, tmpl] : bt.increment) {
+      const bool literal =
+          !tmpl.empty() && tmpl.find_first_not_of("-0123456789") == std::string::npos;
+      if (!literal && tmpl.find('{') == std::string::npos) tmpl = "{" + tmpl + "}";
+    }
+    bt.append = ParseTemplateMap(b, "append", true);
+    bt.otherwise = ParseTemplateMap(b, "otherwise", true);
+    if (b.has("when")) {
+      const YAML::Node when = b.node("when");
+      BigtableMappingSpec::Predicate p;
+      if (when.IsScalar() && when.Scalar() == "row_exists") {
+        p.kind = BigtableMappingSpec::Predicate::Kind::kRowExists;
+        bt.when = p;
+      } else if (when.IsMap()) {
+        YamlMap w(ctx, when, b.key_path("when"));
+        p.qualifier = w.required_string("qualifier");
+        if (auto equals = w.optional_string("equals")) {
+          p.kind = BigtableMappingSpec::Predicate::Kind::kLatestValueEquals;
+          p.value = *equals;
+          if (auto parsed = RecordTemplate::parse(p.value); !parsed.ok()) {
+            w.check("equals", parsed.status());
+          }
+        } else {
+          p.kind = BigtableMappingSpec::Predicate::Kind::kCellExists;
+        }
+        w.finish();
+        bt.when = p;
+      } else {
+        ctx.fail(when.Mark(), b.key_path("when"),
+                 "expected row_exists, {qualifier} (the cell exists) or {qualifier, equals} (its "
+                 "newest value equals the template)");
+      }
+    } else {
+      b.node("when");
+    }
+    if (bt.columns.empty() && bt.add_to_cell.empty() && bt.increment.empty() && bt.append.empty() &&
+        bt.otherwise.empty()) {
       ctx.fail(b.mark(), b.key_path("columns"),
                "required: a mapping of qualifier: field (or template), at least one (or "
-               "add_to_cell)");
+               "add_to_cell, increment, append, otherwise)");
     }
     bt.timestamp = ParseTimestamp(b);
     bt.skip_missing_fields = b.boolean("skip_missing_fields", false);

@@ -4,8 +4,10 @@
 #include <spdlog/spdlog.h>
 
 #include <stdexcept>
+#include <type_traits>
 
 #include "gcpstream/api/status_macros.h"
+#include "gcpstream/bigtable/requests/single_row_sink.h"
 #include "gcpstream/bigtable/sink/bigtable_sink.h"
 #include "gcpstream/bigtable/staged/bigtable_staged_sink.h"
 #include "gcpstream/pipeline/bigtable_row_mapper.h"
@@ -55,6 +57,14 @@ absl::Status AttachStagedBigtable(const PipelineSpec& spec, const BigtableSinkSp
         "delivery_guarantee EXACTLY_ONCE takes failure_handler: fail only (a record that cannot "
         "be staged fails the job)");
   }
+  const auto& checkpointing = stream.environment()->config().checkpointing;
+  if (checkpointing.interval.count() <= 0 || checkpointing.directory.empty() ||
+      checkpointing.mode != runtime::CheckpointingMode::kExactlyOnce) {
+    return absl::InvalidArgumentError(
+        "delivery_guarantee EXACTLY_ONCE needs exactly-once checkpoints written to a directory "
+        "(checkpointing.interval and checkpointing.dir): its writes are owned by checkpoints, and "
+        "a run that cannot be restored would replay its inputs under new identities");
+  }
   auto builder = bigtable::BigtableStagedSink<PipelineRecord>::builder();
   builder.table(connector::TableDestination::of(sink.project, sink.instance, sink.table))
       .app_profile_id(sink.app_profile_id)
@@ -70,11 +80,78 @@ absl::Status AttachStagedBigtable(const PipelineSpec& spec, const BigtableSinkSp
   return BuildAndAttach(builder, stream);
 }
 
+// Which to_bigtable keys a sink mode takes; INVALID_ARGUMENT naming the first one it does not.
+absl::Status CheckMappingForMode(const BigtableMappingSpec& m, BigtableSinkSpec::Mode mode) {
+  using Mode = BigtableSinkSpec::Mode;
+  auto refuse = [](const char* key, const char* mode_name) {
+    return absl::InvalidArgumentError(
+        fmt::format("transform.to_bigtable.{} does not apply to mode {}", key, mode_name));
+  };
+  if (mode == Mode::kReadModifyWrite) {
+    if (!m.columns.empty()) return refuse("columns", "READ_MODIFY_WRITE");
+    if (!m.add_to_cell.empty()) return refuse("add_to_cell", "READ_MODIFY_WRITE");
+    if (m.when) return refuse("when", "READ_MODIFY_WRITE");
+    if (!m.otherwise.empty()) return refuse("otherwise", "READ_MODIFY_WRITE");
+    if (m.timestamp) return refuse("timestamp", "READ_MODIFY_WRITE (the service stamps it)");
+    if (m.increment.empty() && m.append.empty()) {
+      return absl::InvalidArgumentError(
+          "mode READ_MODIFY_WRITE needs transform.to_bigtable.increment or append");
+    }
+    return absl::OkStatus();
+  }
+  if (!m.increment.empty()) return refuse("increment", "other than READ_MODIFY_WRITE");
+  if (!m.append.empty()) return refuse("append", "other than READ_MODIFY_WRITE");
+  if (mode == Mode::kConditional) {
+    if (!m.when) {
+      return absl::InvalidArgumentError("mode CONDITIONAL needs transform.to_bigtable.when");
+    }
+    return absl::OkStatus();
+  }
+  if (m.when) return refuse("when", "MUTATE_ROWS");
+  if (!m.otherwise.empty()) return refuse("otherwise", "MUTATE_ROWS");
+  return absl::OkStatus();
+}
+
+// The single-row sinks: one CheckAndMutateRow / ReadModifyWriteRow per record.
+template <typename SinkT, typename MapFn>
+absl::Status AttachSingleRowBigtable(const BigtableSinkSpec& sink,
+                                     std::shared_ptr<connector::FailureHandler> handler, MapFn map,
+                                     DataStream<PipelineRecord> stream) {
+  auto builder = SinkT::builder();
+  builder.table(connector::TableDestination::of(sink.project, sink.instance, sink.table))
+      .request_options(sink.request_options)
+      .failure_handler(std::move(handler))
+      .serializer([map = std::move(map)](const PipelineRecord& r) {
+        auto request = map(r);
+        if (!request.ok()) ThrowMappingError(request.status());
+        return std::make_optional(*std::move(request));
+      });
+  if (!sink.app_profile_id.empty()) builder.app_profile_id(sink.app_profile_id);
+  if constexpr (std::is_same_v<SinkT, bigtable::BigtableConditionalSink<PipelineRecord>>) {
+    builder.empty_branch_policy(sink.fail_on_empty_branch ? bigtable::EmptyBranchPolicy::kFail
+                                                          : bigtable::EmptyBranchPolicy::kIgnore);
+  }
+  ApplyConnection(builder, sink);
+  return BuildAndAttach(builder, stream);
+}
+
 absl::Status AttachBigtable(const PipelineSpec& spec, const BigtableSinkSpec& sink,
                             std::shared_ptr<connector::FailureHandler> handler,
                             DataStream<PipelineRecord> stream) {
+  GCP_RETURN_IF_ERROR(CheckMappingForMode(*spec.transform.to_bigtable, sink.mode));
   GCP_ASSIGN_OR_RETURN(BigtableRowMapper mapper,
                        BigtableRowMapper::make(*spec.transform.to_bigtable));
+  if (sink.mode == BigtableSinkSpec::Mode::kConditional) {
+    return AttachSingleRowBigtable<bigtable::BigtableConditionalSink<PipelineRecord>>(
+        sink, std::move(handler),
+        [mapper](const PipelineRecord& r) { return mapper.map_conditional(r); }, std::move(stream));
+  }
+  if (sink.mode == BigtableSinkSpec::Mode::kReadModifyWrite) {
+    return AttachSingleRowBigtable<bigtable::BigtableReadModifyWriteSink<PipelineRecord>>(
+        sink, std::move(handler),
+        [mapper](const PipelineRecord& r) { return mapper.map_read_modify_write(r); },
+        std::move(stream));
+  }
   if (sink.exactly_once) return AttachStagedBigtable(spec, sink, mapper, std::move(stream));
   auto builder = bigtable::BigtableSink<PipelineRecord>::builder();
   builder.table(connector::TableDestination::of(sink.project, sink.instance, sink.table))

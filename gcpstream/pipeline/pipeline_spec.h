@@ -137,6 +137,20 @@ struct BigtableMappingSpec {
   // qualifier -> template of an integer added to the aggregate cell (AddToCell on an INT64
   // family), at the mapping's timestamp or, without one, at timestamp 0 (one cell per column).
   std::vector<std::pair<std::string, std::string>> add_to_cell;
+  // sink mode READ_MODIFY_WRITE: qualifier -> template of a signed 64-bit amount added to the
+  // cell's 8-byte counter / of the text appended to the cell.
+  std::vector<std::pair<std::string, std::string>> increment;
+  std::vector<std::pair<std::string, std::string>> append;
+  // sink mode CONDITIONAL: the predicate, evaluated on the row atomically with its branch; the
+  // columns (and add_to_cell) are applied when it matches, `otherwise` cells when it does not.
+  struct Predicate {
+    enum class Kind { kLatestValueEquals, kRowExists, kCellExists };
+    Kind kind = Kind::kRowExists;
+    std::string qualifier;  // in `family`
+    std::string value;      // template (kLatestValueEquals)
+  };
+  std::optional<Predicate> when;
+  std::vector<std::pair<std::string, std::string>> otherwise;
   // unset: the writer's clock (a replay adds a version)
   std::optional<TimestampSpec> timestamp;
   // Skip (rather than fail) a cell whose field is missing [false].
@@ -221,6 +235,13 @@ struct BigtableSinkSpec {
   bool create_if_needed = false;
   std::optional<bigtable::TableCreateOptions> table_create_options;
   bigtable::BigtableWriterOptions writer_options;
+  // How rows are written: MutateRows batches, or one single-row request per record.
+  enum class Mode { kMutateRows, kConditional, kReadModifyWrite };
+  Mode mode = Mode::kMutateRows;
+  // CONDITIONAL: fail the job when the branch the predicate selected has no mutation.
+  bool fail_on_empty_branch = false;
+  // Single-row modes: requests in flight and one attempt's deadline.
+  bigtable::BigtableRequestOptions request_options;
   // EXACTLY_ONCE: the checkpoint-owned staged mode (BigtableStagedSink), with staged_options.
   bool exactly_once = false;
   bigtable::BigtableStagedOptions staged_options;

@@ -2,11 +2,11 @@
 // examples/pipelines/flights-delay-counters.yaml (per-origin AddToCell counters of the delayed
 // flights of the 20,000-flight file, through the staged mode) against the Bigtable emulator
 // behind the fault proxy, is killed with SIGKILL 20 times at random moments and restored with
-// --restore each time; a few CheckAndMutateRow calls are applied and then answered UNAVAILABLE
-// (the ambiguous failure), which fails the run, restored the same way. Every counter must end
-// exactly equal to its sum over the file. The same kills on the at-least-once sink
-// (delivery_guarantee AT_LEAST_ONCE, MutateRows) over-count: an AddToCell replayed after a
-// restore adds again, which a stable timestamp cannot prevent.
+// --restore each time; a few CheckAndMutateRow calls are applied and then answered INTERNAL
+// (an ambiguous failure the commit does not retry), which fails the run, restored the same way.
+// Every counter must end exactly equal to its sum over the file. The same kills on the
+// at-least-once sink (delivery_guarantee AT_LEAST_ONCE, MutateRows) over-count: an AddToCell
+// replayed after a restore adds again, which a stable timestamp cannot prevent.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -178,10 +178,11 @@ TEST_F(BigtableStagedKillTest, TwentyKillsLeaveEveryCounterExactAndAtLeastOnceOv
   std::fflush(stdout);  // a forked child would flush an inherited copy of the buffer again
   std::mt19937 rng(seed);
 
-  // Exactly once: three CheckAndMutateRow calls are applied and then answered UNAVAILABLE.
+  // Exactly once: three CheckAndMutateRow calls are applied and then answered INTERNAL.
   testing::FaultRule ambiguous;
   ambiguous.method = "CheckAndMutateRow";
   ambiguous.action = testing::FaultRule::Action::kForwardThenFail;
+  ambiguous.code = absl::StatusCode::kInternal;
   ambiguous.fraction = 0.001;
   ambiguous.times = 3;
   proxy_->add_rule(ambiguous);
@@ -190,8 +191,8 @@ TEST_F(BigtableStagedKillTest, TwentyKillsLeaveEveryCounterExactAndAtLeastOnceOv
       fs::path(GCPSTREAM_SOURCE_DIR) / "examples/pipelines/flights-delay-counters.yaml";
   const int landed =
       RunWithKills(example, kKills, rng, std::uniform_int_distribution<int>(300, 2500));
-  std::printf("exactly once: %d kills landed, %d calls answered UNAVAILABLE after applying\n",
-              landed, proxy_->faults());
+  std::printf("exactly once: %d kills landed, %d calls answered INTERNAL after applying\n", landed,
+              proxy_->faults());
   std::fflush(stdout);
   EXPECT_GE(landed, 10) << "the job finished before enough kills landed";
   const auto counted = Read(staged_table);

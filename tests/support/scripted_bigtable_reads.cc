@@ -1,6 +1,7 @@
 #include "tests/support/scripted_bigtable_reads.h"
 
 #include <deque>
+#include <thread>
 
 namespace gcpstream::testing {
 
@@ -119,6 +120,10 @@ class Service final : public v2::Bigtable::Service {
           *part.add_chunks() = chunks.front();
           part.mutable_chunks(0)->clear_commit_row();
           writer->Write(part);
+        }
+        if (failure->stall) {
+          while (!context->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled while stalled");
         }
         return failure->status;
       }

@@ -32,6 +32,8 @@ class ScriptedBigtableReads {
     int after_rows = 0;    // rows committed on the failing stream before it fails
     bool mid_row = false;  // send the first chunk of the next row, then fail
     grpc::Status status{grpc::StatusCode::UNAVAILABLE, "scripted failure"};
+    // Instead of failing: send nothing more and keep the stream open until the client cancels.
+    bool stall = false;
   };
 
   ScriptedBigtableReads();

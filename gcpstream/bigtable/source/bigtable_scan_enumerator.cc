@@ -62,6 +62,18 @@ BigtableScanEnumerator::BigtableScanEnumerator(SplitEnumeratorContext<BigtableSc
 
 absl::Status BigtableScanEnumerator::start() {
   if (state_.planned) {
+    if (!state_.ranges.empty() && state_.ranges != ranges_) {
+      auto render = [](const std::vector<RowKeyRange>& ranges) {
+        std::string out;
+        for (const auto& r : ranges) out += (out.empty() ? "" : " ") + FormatRowRange(r);
+        return out;
+      };
+      return absl::FailedPreconditionError(absl::StrCat(
+          "BigtableSource: the restored scan was planned for the ranges ", render(state_.ranges),
+          " of ", table_name_, ", but the source now reads ", render(ranges_),
+          "; its restored splits would read the old ranges. Restore with the same ranges, or "
+          "start the scan afresh without this state"));
+    }
     spdlog::info("BigtableSource: restored; {} of {} split(s) of {} not yet assigned",
                  state_.unassigned.size(), state_.split_count, table_name_);
     on_planned(std::move(state_.unassigned));
@@ -154,6 +166,7 @@ absl::StatusOr<BigtableScanEnumState> BigtableScanEnumerator::snapshot_state(std
   out.planned = state_.planned;
   out.split_count = state_.split_count;
   out.unassigned.assign(unassigned_.begin(), unassigned_.end());
+  out.ranges = ranges_;
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "gcpstream/bigtable/client/bigtable_stub.h"
@@ -101,7 +102,17 @@ bool BigtableScanReader::read(const BigtableScanSplit& split) {
       rows.emplace_back(Item{split.id, std::move(row), absl::OkStatus()}, bytes);
       return absl::OkStatus();
     };
-    while (stream->Read(&response)) {
+    auto read = [&] {
+      {
+        std::lock_guard lock(mu_);
+        reading_since_ = std::chrono::steady_clock::now();
+      }
+      const bool got = stream->Read(&response);
+      std::lock_guard lock(mu_);
+      reading_since_.reset();
+      return got;
+    };
+    while (read()) {
       consumed = assembler.consume(response, sink);
       if (consumed.ok() && !handoff_.push_all(rows)) {
         consumed = absl::CancelledError("the source reader is closing");
@@ -116,11 +127,18 @@ bool BigtableScanReader::read(const BigtableScanSplit& split) {
       }
     }
     absl::Status status = FromGrpc(stream->Finish());
+    bool stalled = false;
     {
       std::lock_guard lock(mu_);
       call_ = nullptr;
+      stalled = std::exchange(stalled_, false);
     }
     if (closing()) return false;
+    if (stalled) {
+      status =
+          absl::UnavailableError(absl::StrCat("no response for ", request_.stall_timeout.count(),
+                                              " ms: the stream stalled and was cancelled"));
+    }
     if (!consumed.ok()) {
       end(consumed);
       return false;
@@ -146,6 +164,21 @@ bool BigtableScanReader::read(const BigtableScanSplit& split) {
   }
 }
 
+void BigtableScanReader::watch() {
+  const auto tick = std::min<std::chrono::milliseconds>(
+      std::chrono::milliseconds(1000), request_.stall_timeout / 4 + std::chrono::milliseconds(1));
+  std::unique_lock lock(mu_);
+  while (!closing_) {
+    cv_.wait_for(lock, tick, [&] { return closing_; });
+    if (closing_ || call_ == nullptr || !reading_since_) continue;
+    if (std::chrono::steady_clock::now() - *reading_since_ >= request_.stall_timeout) {
+      stalled_ = true;
+      reading_since_.reset();
+      call_->TryCancel();
+    }
+  }
+}
+
 void BigtableScanReader::stop_stream() {
   {
     std::lock_guard lock(mu_);
@@ -155,6 +188,7 @@ void BigtableScanReader::stop_stream() {
   cv_.notify_all();
   handoff_.close();
   if (stream_thread_.joinable()) stream_thread_.join();
+  if (watchdog_.joinable()) watchdog_.join();
 }
 
 absl::StatusOr<RecordsWithSplitIds<BigtableRow>> BigtableScanReader::fetch() {
@@ -164,6 +198,7 @@ absl::StatusOr<RecordsWithSplitIds<BigtableRow>> BigtableScanReader::fetch() {
     if (!stub.ok()) return stub.status();
     stub_ = *std::move(stub);
     stream_thread_ = std::thread([this] { run(); });
+    watchdog_ = std::thread([this] { watch(); });
   }
   FetchHandoff<Item>::Taken taken = handoff_.take();
   for (Item& item : taken.elements) {

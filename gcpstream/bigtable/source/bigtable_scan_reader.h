@@ -32,6 +32,10 @@ struct BigtableScanRequest {
   // this many in a row without a row in between fail the reader with the last one [10, 100 ms].
   int max_attempts_without_progress = 10;
   std::chrono::milliseconds initial_backoff{100};
+  // A stream that delivers nothing for this long while the reader waits on it (not while the
+  // hand-off is full) is cancelled and opened again past its last complete row, as a transient
+  // failure [60 s]: a stalled connection must not hang the scan.
+  std::chrono::milliseconds stall_timeout{std::chrono::seconds(60)};
 };
 
 // Reads the splits assigned to one subtask, one after the other, each with one ReadRows stream
@@ -66,6 +70,8 @@ class BigtableScanReader final : public SplitReader<BigtableRow, BigtableScanSpl
   };
 
   void run();
+  // The stall watchdog's loop (see reading_since_).
+  void watch();
   // Reads one split to its end; false when the reader is closing.
   bool read(const BigtableScanSplit& split);
   void stop_stream();
@@ -82,6 +88,11 @@ class BigtableScanReader final : public SplitReader<BigtableRow, BigtableScanSpl
   std::deque<BigtableScanSplit> pending_;  // assigned, not yet read by the stream thread
   bool closing_ = false;
   grpc::ClientContext* call_ = nullptr;  // the stream thread's open call, for close() to cancel
+  // Stall watch: while the stream thread waits in Read(), when it started waiting; the watchdog
+  // cancels the call once that is stall_timeout ago and marks it stalled.
+  std::optional<std::chrono::steady_clock::time_point> reading_since_;
+  bool stalled_ = false;
+  std::thread watchdog_;
 };
 
 }  // namespace gcpstream::bigtable

@@ -59,12 +59,19 @@ absl::StatusOr<std::string> BigtableScanEnumStateSerializer::serialize(
   out.put_i64(state.split_count);
   out.put_u32(static_cast<std::uint32_t>(state.unassigned.size()));
   for (const BigtableScanSplit& split : state.unassigned) PutSplit(out, split);
+  out.put_u32(static_cast<std::uint32_t>(state.ranges.size()));
+  for (const RowKeyRange& r : state.ranges) {
+    out.put_string(r.start);
+    out.put_string(r.end);
+  }
   return out.take();
 }
 
 absl::StatusOr<BigtableScanEnumState> BigtableScanEnumStateSerializer::deserialize(
     int version, std::string_view bytes) const {
-  if (version != 1) return util::UnknownVersion("BigtableScanEnumState", version, 1);
+  if (version != 1 && version != 2) {
+    return util::UnknownVersion("BigtableScanEnumState", version, 2);
+  }
   util::ByteReader in(bytes);
   BigtableScanEnumState state;
   GCP_ASSIGN_OR_RETURN(state.planned, in.boolean());
@@ -76,6 +83,15 @@ absl::StatusOr<BigtableScanEnumState> BigtableScanEnumStateSerializer::deseriali
   for (std::uint32_t i = 0; i < n; ++i) {
     GCP_ASSIGN_OR_RETURN(BigtableScanSplit split, GetSplit(in));
     state.unassigned.push_back(std::move(split));
+  }
+  if (version >= 2) {
+    GCP_ASSIGN_OR_RETURN(std::uint32_t ranges, in.u32());
+    for (std::uint32_t i = 0; i < ranges; ++i) {
+      RowKeyRange r;
+      GCP_ASSIGN_OR_RETURN(r.start, in.string());
+      GCP_ASSIGN_OR_RETURN(r.end, in.string());
+      state.ranges.push_back(std::move(r));
+    }
   }
   if (!in.done()) return Trailing("BigtableScanEnumState");
   return state;

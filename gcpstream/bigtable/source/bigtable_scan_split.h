@@ -34,6 +34,9 @@ struct BigtableScanEnumState {
   bool planned = false;
   std::int64_t split_count = 0;
   std::vector<BigtableScanSplit> unassigned;
+  // The normalized ranges the plan was made for: a restore with other ranges is refused (its
+  // splits would read the old ones). Empty in version 1 state (not checked then).
+  std::vector<RowKeyRange> ranges;
   friend bool operator==(const BigtableScanEnumState&, const BigtableScanEnumState&) = default;
 };
 
@@ -47,9 +50,10 @@ class BigtableScanSplitSerializer final : public VersionedSerializer<BigtableSca
   absl::StatusOr<BigtableScanSplit> deserialize(int version, std::string_view bytes) const override;
 };
 
+// Version 2 adds the planned ranges; version 1 is still read.
 class BigtableScanEnumStateSerializer final : public VersionedSerializer<BigtableScanEnumState> {
  public:
-  int version() const override { return 1; }
+  int version() const override { return 2; }
   absl::StatusOr<std::string> serialize(const BigtableScanEnumState& state) const override;
   absl::StatusOr<BigtableScanEnumState> deserialize(int version,
                                                     std::string_view bytes) const override;

@@ -21,6 +21,7 @@
 #include "gcpstream/bigtable/admin/resource_names.h"
 #include "gcpstream/bigtable/client/blocking_stub.h"
 #include "gcpstream/bigtable/client/row_key_range.h"
+#include "gcpstream/bigtable/client/row_mutation_entry.h"
 #include "gcpstream/bigtable/source/bigtable_scan_enumerator.h"
 #include "gcpstream/bigtable/source/bigtable_scan_reader.h"
 #include "gcpstream/bigtable/source/bigtable_scan_split.h"
@@ -93,13 +94,26 @@ class BigtableSource final : public Source<T, BigtableScanSplit, BigtableScanEnu
       ranges_.push_back(std::move(range));
       return *this;
     }
-    // Adds every row whose key starts with `prefix` (see PrefixRange). Repeatable.
+    // Adds every row whose key starts with `prefix` (see PrefixRange). Repeatable. At most
+    // kMaxRowKeyBytes (a longer prefix matches no key).
     Builder& prefix(std::string_view prefix) {
+      if (prefix.size() > static_cast<std::size_t>(kMaxRowKeyBytes)) {
+        this->note(absl::InvalidArgumentError(
+            absl::StrCat("BigtableSource: a prefix of ", prefix.size(),
+                         " bytes matches no row (keys are at most ", kMaxRowKeyBytes, " bytes)")));
+      }
       ranges_.push_back(PrefixRange(prefix));
       return *this;
     }
-    // Adds the one row `key`. Repeatable.
+    // Adds the one row `key`. Repeatable. Not empty, at most kMaxRowKeyBytes (Bigtable's row-key
+    // rules: such a key names no row).
     Builder& row_key(std::string_view key) {
+      if (key.empty()) {
+        this->note(absl::InvalidArgumentError(
+            "BigtableSource: row_key(\"\") names no row (Bigtable row keys are never empty)"));
+      } else {
+        this->note(ValidateRowKey(std::string(key)));
+      }
       ranges_.push_back(SingleKeyRange(key));
       return *this;
     }

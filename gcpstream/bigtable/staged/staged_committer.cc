@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "gcpstream/bigtable/client/bigtable_stub.h"
@@ -24,6 +25,12 @@ namespace {
 std::string InstanceOf(const std::string& table_name) {
   const auto at = table_name.find("/tables/");
   return at == std::string::npos ? table_name : table_name.substr(0, at);
+}
+
+// Worth sending the same request again within the commit.
+bool Retryable(absl::StatusCode code) {
+  return code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kDeadlineExceeded ||
+         code == absl::StatusCode::kAborted;
 }
 
 bool Ambiguous(absl::StatusCode code) {
@@ -117,19 +124,26 @@ BigtableStagedCommitter::BigtableStagedCommitter(std::shared_ptr<BigtableDataStu
       options_(options),
       completed_(metrics.counter("requestsCompleted")),
       deduplicated_(metrics.counter("requestsDeduplicated")),
-      failed_(metrics.counter("requestsFailed")) {}
+      failed_(metrics.counter("requestsFailed")),
+      sent_(metrics.counter(metric_names::kNumRecordsSend)) {}
 
 absl::Status BigtableStagedCommitter::commit(std::vector<CommitRequest<StagedBatch>>& requests) {
+  bool failed = false;
   for (auto& request : requests) {
+    if (failed) {
+      // Not attempted after an earlier batch failed: kept, never reported as committed.
+      request.retry_later();
+      continue;
+    }
     absl::Status status = send(request.committable());
     if (status.ok()) continue;
+    failed = true;
     failed_.inc();
     if (Ambiguous(status.code())) {
       request.signal_failed_with_unknown_reason(status);
     } else {
       request.signal_failed_with_known_reason(status);
     }
-    return absl::OkStatus();
   }
   return absl::OkStatus();
 }
@@ -150,6 +164,29 @@ absl::Status BigtableStagedCommitter::send(const StagedBatch& batch) {
     }
     parsed.push_back(std::move(r));
   }
+  // A transient answer (UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED) is sent again, the same bytes,
+  // after the round: its marker makes a repeat harmless whether or not it was applied. Only
+  // when kStagedAttempts rounds did not land it does the commit fail.
+  std::vector<std::shared_ptr<const v2::CheckAndMutateRowRequest>> round = std::move(parsed);
+  std::chrono::milliseconds backoff(100);
+  for (int attempt = 1;; ++attempt) {
+    std::vector<std::shared_ptr<const v2::CheckAndMutateRowRequest>> again;
+    absl::Status failure = send_round(round, attempt < kStagedAttempts ? &again : nullptr);
+    if (!failure.ok()) return failure;
+    if (again.empty()) return absl::OkStatus();
+    spdlog::warn(
+        "staged Bigtable sink: {} CheckAndMutateRow call(s) answered with a transient failure; "
+        "sending the same requests again in {} ms (attempt {} of {})",
+        again.size(), backoff.count(), attempt + 1, kStagedAttempts);
+    std::this_thread::sleep_for(backoff);
+    backoff *= 4;
+    round = std::move(again);
+  }
+}
+
+absl::Status BigtableStagedCommitter::send_round(
+    const std::vector<std::shared_ptr<const v2::CheckAndMutateRowRequest>>& requests,
+    std::vector<std::shared_ptr<const v2::CheckAndMutateRowRequest>>* again) {
   std::mutex mu;
   std::condition_variable cv;
   int in_flight = 0;
@@ -158,7 +195,7 @@ absl::Status BigtableStagedCommitter::send(const StagedBatch& batch) {
   std::map<std::uint64_t, std::function<void()>> cancels;
   std::set<std::uint64_t> answered_early;
   const int window = std::max(1, options_.max_in_flight_requests);
-  for (const auto& r : parsed) {
+  for (const auto& r : requests) {
     std::unique_lock lock(mu);
     cv.wait(lock, [&] { return in_flight < window || !failure.ok(); });
     if (!failure.ok()) break;
@@ -167,20 +204,25 @@ absl::Status BigtableStagedCommitter::send(const StagedBatch& batch) {
     lock.unlock();
     auto cancel = data_->async_check_and_mutate_row(
         r, options_.request_timeout,
-        [&, id, table = r->table_name(),
-         row = r->row_key()](absl::StatusOr<v2::CheckAndMutateRowResponse> answer) {
+        [&, id, r](absl::StatusOr<v2::CheckAndMutateRowResponse> answer) {
           std::lock_guard guard(mu);
           if (cancels.erase(id) == 0) answered_early.insert(id);
           if (answer.ok()) {
             completed_.inc();
-            if (answer->predicate_matched()) deduplicated_.inc();
+            if (answer->predicate_matched()) {
+              deduplicated_.inc();
+            } else {
+              sent_.inc();
+            }
+          } else if (again != nullptr && Retryable(answer.status().code())) {
+            again->push_back(r);
           } else if (failure.ok()) {
             failure = absl::Status(
                 answer.status().code(),
                 fmt::format("staged Bigtable sink: CheckAndMutateRow on {} row {} failed ({}); "
                             "whether it was applied is unknown, so the commit fails and a "
                             "restore of the checkpoint sends the same request again: {}",
-                            table, RowKeyForMessages(row),
+                            r->table_name(), RowKeyForMessages(r->row_key()),
                             absl::StatusCodeToString(answer.status().code()),
                             answer.status().message()));
           }

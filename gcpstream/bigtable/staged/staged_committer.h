@@ -33,14 +33,19 @@ StagedTargetValidator MakeStagedTargetValidator(
     std::string marker_family, bool emulator);
 
 // Applies the staged batches of completed checkpoints: every request of a batch is sent as it
-// was staged (CheckAndMutateRow, one attempt each, options.request_options.request_timeout its
-// deadline), at most request_options.max_in_flight_requests at a time. A request whose
-// predicate matched found its marker: the envelope was applied before (a replay), so nothing
-// was written again (requestsDeduplicated). Any failed request fails the commit and so the job
-// (requestsFailed): the outstanding ones are cancelled and waited for, and since a failed RPC
-// does not tell whether the row was applied, the restore of the checkpoint sends the same bytes
-// again and the markers sort it out. Each target (table, app profile) is validated once before
-// its first write. Metrics: requestsCompleted, requestsDeduplicated, requestsFailed. Runs on
+// was staged (CheckAndMutateRow, options.request_options.request_timeout each call's deadline),
+// at most request_options.max_in_flight_requests at a time. A request whose predicate matched
+// found its marker: the envelope was applied before (a replay), so nothing was written again
+// (requestsDeduplicated). A transient failure (UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED) is sent
+// again, the same bytes, in up to kStagedAttempts rounds of the commit: the marker makes that
+// safe, and without it a steady trickle of transient errors would fail every commit (the spec
+// fails the commit at once; this is a deliberate difference). Any other failure, or a transient
+// one that outlasted the rounds, fails the commit and so the job (requestsFailed): the
+// outstanding calls are cancelled and waited for, and since a failed RPC does not tell whether
+// the row was applied, the restore of the checkpoint sends the same bytes again and the markers
+// sort it out. Each target (table, app profile) is validated once before
+// its first write. Metrics: requestsCompleted, requestsDeduplicated, requestsFailed,
+// numRecordsSend (envelopes applied by this commit, deduplicated ones excluded). Runs on
 // the subtask thread and blocks it while a commit drains.
 class BigtableStagedCommitter final : public Committer<StagedBatch> {
  public:
@@ -51,6 +56,12 @@ class BigtableStagedCommitter final : public Committer<StagedBatch> {
  private:
   // The batch sent; the first failure, or OK.
   absl::Status send(const StagedBatch& batch);
+  // One round over `requests` with the in-flight window. Transient failures go to `again` when
+  // it is given (a later round resends them), otherwise they fail the round like any other.
+  absl::Status send_round(
+      const std::vector<std::shared_ptr<const google::bigtable::v2::CheckAndMutateRowRequest>>&
+          requests,
+      std::vector<std::shared_ptr<const google::bigtable::v2::CheckAndMutateRowRequest>>* again);
 
   std::shared_ptr<BigtableDataStub> data_;
   StagedTargetValidator validator_;
@@ -59,7 +70,11 @@ class BigtableStagedCommitter final : public Committer<StagedBatch> {
   Counter& completed_;
   Counter& deduplicated_;
   Counter& failed_;
+  Counter& sent_;  // numRecordsSend: envelopes this committer applied (not deduplicated ones)
 };
+
+// How many rounds one commit sends a transiently failing request in (100 ms, then 400 ms apart).
+inline constexpr int kStagedAttempts = 3;
 
 }  // namespace gcpstream::bigtable
 

@@ -12,6 +12,7 @@
 
 #include "gcpstream/bigtable/source/bigtable_source.h"
 #include "gcpstream/runtime/builtin/collect_sink.h"
+#include "gcpstream/runtime/metric_registry.h"
 #include "gcpstream/runtime/stream_execution_environment.h"
 #include "tests/support/scripted_bigtable_reads.h"
 
@@ -25,6 +26,7 @@ using testing::ScriptedBigtableReads;
 using namespace std::chrono_literals;
 
 RowKeyRange R(std::string start, std::string end) { return RowKeyRange{start, end}; }
+constexpr char kTableName[] = "projects/p/instances/i/tables/t";
 
 TEST(RowKeyRangeTest, APrefixRunsToItsSuccessorAndAnAllFfPrefixToTheEnd) {
   EXPECT_EQ(PrefixRange("ab"), R("ab", "ac"));
@@ -110,18 +112,51 @@ TEST(BigtableScanStateTest, SplitsAndEnumeratorStateRoundTripAndCorruptionIsData
   BigtableScanEnumState state{true, 5, {split, BigtableScanSplit{"range-4", R("x", "y")}}};
   auto state_bytes = states.serialize(state);
   ASSERT_TRUE(state_bytes.ok());
-  auto state_back = states.deserialize(1, *state_bytes);
+  auto state_back = states.deserialize(states.version(), *state_bytes);
   ASSERT_TRUE(state_back.ok()) << state_back.status();
   EXPECT_EQ(*state_back, state);
   for (std::size_t cut = 0; cut < state_bytes->size(); ++cut) {
-    EXPECT_EQ(states.deserialize(1, state_bytes->substr(0, cut)).status().code(),
+    EXPECT_EQ(states.deserialize(states.version(), state_bytes->substr(0, cut)).status().code(),
               absl::StatusCode::kDataLoss)
         << "cut at " << cut;
   }
   std::string lying = *state_bytes;
   lying[1] = 1;  // split_count 1, below the two unassigned splits it holds
   for (int i = 2; i < 9; ++i) lying[i] = 0;
-  EXPECT_EQ(states.deserialize(1, lying).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(states.deserialize(states.version(), lying).status().code(),
+            absl::StatusCode::kDataLoss);
+}
+
+// Just enough of a coordinator to start an enumerator (nothing is assigned here).
+class NoCoordinator final : public SplitEnumeratorContext<BigtableScanSplit> {
+ public:
+  int current_parallelism() const override { return 1; }
+  std::vector<int> registered_readers() const override { return {}; }
+  void assign_splits(int, std::vector<BigtableScanSplit>) override {}
+  void signal_no_more_splits(int) override {}
+  void send_event_to_source_reader(int, std::shared_ptr<const SourceEvent>) override {}
+  void run_in_coordinator_thread(absl::AnyInvocable<void() &&>) override {}
+  void run_on_worker(absl::AnyInvocable<void() &&>) override {}
+  void fail_job(absl::Status) override {}
+  MetricGroup& metric_group() override { return registry_.group({{"test", "enumerator"}}); }
+
+ private:
+  runtime::MetricRegistry registry_;
+};
+
+TEST(BigtableScanStateTest, ARestoreWithOtherRangesIsRefusedNamingBoth) {
+  NoCoordinator context;
+  BigtableScanEnumState state{true, 1, {BigtableScanSplit{"range-0", R("a", "m")}}, {R("a", "m")}};
+  BigtableScanEnumerator changed(context, nullptr, kTableName, "", {R("m", "z")}, state);
+  absl::Status refused = changed.start();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.message(), HasSubstr("planned for the ranges [a, m)"));
+  EXPECT_THAT(refused.message(), HasSubstr("now reads [m, z)"));
+  BigtableScanEnumerator same(context, nullptr, kTableName, "", {R("a", "m")}, state);
+  EXPECT_TRUE(same.start().ok());
+  auto snapshot = same.snapshot_state(1);
+  ASSERT_TRUE(snapshot.ok());
+  EXPECT_EQ(snapshot->ranges, (std::vector<RowKeyRange>{R("a", "m")}));
 }
 
 // --- Chunked rows -----------------------------------------------------------------------------
@@ -325,6 +360,29 @@ TEST(BigtableScanReaderTest, ATransientFailureMidRowReopensJustPastTheLastComple
   EXPECT_TRUE(reader.close().ok());
 }
 
+TEST(BigtableScanReaderTest, AStalledStreamIsCancelledAndReopenedPastItsLastCompleteRow) {
+  ScriptedBigtableReads server;
+  PutRows(server, 12);
+  ScriptedBigtableReads::Failure stall;
+  stall.after_rows = 5;
+  stall.mid_row = true;
+  stall.stall = true;
+  server.fail_next_streams({stall});
+  auto request = Request();
+  request.stall_timeout = 200ms;
+  BigtableScanReader reader(server.stubs(), request);
+  ASSERT_TRUE(reader.handle_splits_addition({{BigtableScanSplit{"range-0", R("", "")}}}).ok());
+  auto rows = ReadAll(reader);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  std::vector<std::string> expected;
+  for (int i = 0; i < 12; ++i) expected.push_back(Key(i));
+  EXPECT_EQ(Keys(*rows), expected);
+  auto requests = server.read_requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[1].rows().row_ranges(0).start_key_closed(), Key(4) + std::string(1, '\0'));
+  EXPECT_TRUE(reader.close().ok());
+}
+
 TEST(BigtableScanReaderTest, APermanentFailureFailsTheReaderWithItsCodeNamingTheRange) {
   ScriptedBigtableReads server;
   PutRows(server, 5);
@@ -416,6 +474,9 @@ TEST(BigtableSourceBuilderTest, NamesWhatIsMissingOrOutOfRange) {
   EXPECT_THAT(message(Builder(server).filter(big)), HasSubstr("at most 20480"));
   EXPECT_THAT(message(Builder(server).max_rows_per_fetch(0)), HasSubstr("max_rows_per_fetch"));
   EXPECT_THAT(message(Builder(server).max_bytes_per_fetch(0)), HasSubstr("max_bytes_per_fetch"));
+  EXPECT_THAT(message(Builder(server).row_key("")), HasSubstr("names no row"));
+  EXPECT_THAT(message(Builder(server).row_key(std::string(5000, 'k'))), HasSubstr("at most 4096"));
+  EXPECT_THAT(message(Builder(server).prefix(std::string(5000, 'k'))), HasSubstr("matches no row"));
   auto ok = Builder(server).prefix("user#1").prefix("user#").row_key("a").build();
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_THAT((*ok)->ranges(), ElementsAre(SingleKeyRange("a"), PrefixRange("user#")));

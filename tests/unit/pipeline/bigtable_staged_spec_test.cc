@@ -23,7 +23,10 @@ transform:
     row_key: "{origin}"
     family: counters
 )" + (mapping.empty() ? "    add_to_cell:\n      delayed: 1\n      minutes: delay\n" : mapping) +
-         R"(sink:
+         R"(checkpointing:
+  interval: 1s
+  dir: /tmp/gcpstream-staged-spec-test
+sink:
   type: bigtable
   project: p
   instance: i
@@ -107,6 +110,17 @@ TEST(BigtableStagedSpec, AddToCellColumnsBecomeInt64Adds) {
   EXPECT_THAT(bad.status().message(), HasSubstr("add_to_cell.minutes: 'late' is not"));
   r.fields["delay"] = "99999999999999999999";
   EXPECT_FALSE(mapper->map(r).ok()) << "out of the int64 range";
+  for (const char* lenient : {" 12", "+5", "12 ", "-", ""}) {
+    r.fields["delay"] = lenient;
+    EXPECT_FALSE(mapper->map(r).ok()) << "'" << lenient << "' is not digits";
+  }
+  r.fields["delay"] = "-7";
+  ASSERT_TRUE(mapper->map(r).ok());
+  BigtableMappingSpec constant = m;
+  constant.add_to_cell = {{"x", "9223372036854775808"}};
+  auto refused = BigtableRowMapper::make(constant);
+  ASSERT_FALSE(refused.ok()) << "a constant out of range is refused before any record";
+  EXPECT_THAT(refused.status().message(), HasSubstr("add_to_cell.x"));
 }
 
 TEST(BigtableStagedSpec, TheDelayCountersExampleParsesAndBuilds) {
@@ -118,6 +132,19 @@ TEST(BigtableStagedSpec, TheDelayCountersExampleParsesAndBuilds) {
   EXPECT_TRUE(b.exactly_once);
   EXPECT_EQ(b.staged_options.marker_family, "flink_commit");
   EXPECT_EQ(spec->transform.to_bigtable->add_to_cell.size(), 2u);
+}
+
+TEST(BigtableStagedSpec, ExactlyOnceRefusesARunThatCannotBeRestored) {
+  std::string text = File(
+      "  app_profile_id: tx\n  delivery_guarantee: EXACTLY_ONCE\n"
+      "  staged_options: {marker_family: m}\n");
+  const std::string dir = "  dir: /tmp/gcpstream-staged-spec-test\n";
+  text.erase(text.find(dir), dir.size());
+  auto spec = Parse(text);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto job = AssembleJob(*spec, {});
+  ASSERT_FALSE(job.ok());
+  EXPECT_THAT(job.status().message(), HasSubstr("needs exactly-once checkpoints written to a"));
 }
 
 TEST(BigtableStagedSpec, ExactlyOnceRefusesADroppingFailureHandler) {
