@@ -1,0 +1,211 @@
+#include "tests/fakes/bigquery/fake_rest_service.h"
+
+#include <fmt/format.h>
+
+#include "absl/strings/numbers.h"
+#include "gcpstream/util/json.h"
+
+namespace gcpstream::testing::bigquery_fake {
+namespace {
+
+constexpr std::size_t kMaxJsonDepth = 64;
+constexpr std::size_t kMaxBodyBytes = 10 * 1000 * 1000;
+constexpr std::int64_t kDefaultPageRows = 100000;
+
+void Reply(httplib::Response& res, int http, const nlohmann::json& body) {
+  res.status = http;
+  res.set_content(body.dump(), "application/json; charset=UTF-8");
+}
+
+void ReplyError(httplib::Response& res, const absl::Status& status) {
+  int http = 500;
+  std::string reason = "backendError";
+  std::string name = "INTERNAL";
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+      http = 400, reason = "invalid", name = "INVALID_ARGUMENT";
+      break;
+    case absl::StatusCode::kNotFound:
+      http = 404, reason = "notFound", name = "NOT_FOUND";
+      break;
+    case absl::StatusCode::kAlreadyExists:
+      http = 409, reason = "duplicate", name = "ALREADY_EXISTS";
+      break;
+    case absl::StatusCode::kFailedPrecondition:
+      http = 412, reason = "conditionNotMet", name = "FAILED_PRECONDITION";
+      break;
+    default:
+      break;
+  }
+  const std::string message(status.message());
+  Reply(res, http,
+        {{"error",
+          {{"code", http},
+           {"message", message},
+           {"status", name},
+           {"errors", {{{"reason", reason}, {"message", message}, {"domain", "global"}}}}}}});
+}
+
+// The request body as JSON (an empty body is an empty object).
+absl::StatusOr<nlohmann::json> Body(const httplib::Request& req) {
+  if (req.body.size() > kMaxBodyBytes) {
+    return absl::InvalidArgumentError("Request body exceeds 10 MB");
+  }
+  if (req.body.empty()) return nlohmann::json::object();
+  auto body = util::ParseJsonBounded(req.body, kMaxJsonDepth);
+  if (!body.ok() || !body->is_object()) {
+    return absl::InvalidArgumentError("The request body is not a JSON object");
+  }
+  return body;
+}
+
+nlohmann::json Cell(const nlohmann::json& value, const Field& field);
+
+nlohmann::json Record(const nlohmann::json& row, const Schema& schema) {
+  nlohmann::json f = nlohmann::json::array();
+  for (const auto& column : schema) {
+    f.push_back(Cell(row.contains(column.name) ? row[column.name] : nlohmann::json(), column));
+  }
+  return {{"f", f}};
+}
+
+nlohmann::json Scalar(const nlohmann::json& v, const Field& field) {
+  if (v.is_null()) return nullptr;
+  if (field.type == "RECORD") return Record(v, field.fields);
+  if (v.is_string()) return v;
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number()) return fmt::format("{}", v.get<double>());
+  return v.dump();
+}
+
+nlohmann::json Cell(const nlohmann::json& value, const Field& field) {
+  if (field.mode == "REPEATED") {
+    nlohmann::json items = nlohmann::json::array();
+    if (value.is_array()) {
+      for (const auto& v : value) items.push_back({{"v", Scalar(v, field)}});
+    }
+    return {{"v", items}};
+  }
+  return {{"v", Scalar(value, field)}};
+}
+
+template <typename F>
+auto Handle(std::shared_ptr<FakeStore> store, F f) {
+  return [store = std::move(store), f](const httplib::Request& req, httplib::Response& res) {
+    auto body = Body(req);
+    if (!body.ok()) return ReplyError(res, body.status());
+    absl::StatusOr<nlohmann::json> out = f(*store, req, *body);
+    if (!out.ok()) return ReplyError(res, out.status());
+    Reply(res, 200, *out);
+  };
+}
+
+std::int64_t Param(const httplib::Request& req, const char* name, std::int64_t fallback) {
+  std::int64_t v = fallback;
+  if (req.has_param(name) && !absl::SimpleAtoi(req.get_param_value(name), &v)) return -1;
+  return v;
+}
+
+}  // namespace
+
+nlohmann::json ToTableDataRow(const nlohmann::json& row, const Schema& schema) {
+  return Record(row, schema);
+}
+
+void RegisterRestRoutes(httplib::Server& server, std::shared_ptr<FakeStore> store) {
+  server.set_payload_max_length(kMaxBodyBytes + 1);
+  const std::string p = R"(/bigquery/v2/projects/([^/]+))";
+  const std::string d = p + R"(/datasets/([^/]+))";
+  const std::string t = d + R"(/tables/([^/]+))";
+  server.Post(p + "/datasets", Handle(store, [](FakeStore& s, const httplib::Request& req,
+                                                const nlohmann::json& body) {
+                return s.insert_dataset(req.matches[1], body);
+              }));
+  server.Get(d, Handle(store, [](FakeStore& s, const httplib::Request& req, const nlohmann::json&) {
+               return s.get_dataset(req.matches[1], req.matches[2]);
+             }));
+  server.Post(d + "/tables", Handle(store, [](FakeStore& s, const httplib::Request& req,
+                                              const nlohmann::json& body) {
+                return s.insert_table(req.matches[1], req.matches[2], body);
+              }));
+  server.Get(t, Handle(store, [](FakeStore& s, const httplib::Request& req, const nlohmann::json&) {
+               return s.get_table(req.matches[1], req.matches[2], req.matches[3]);
+             }));
+  auto update = [](bool replace) {
+    return [replace](FakeStore& s, const httplib::Request& req, const nlohmann::json& body) {
+      return s.update_table(req.matches[1], req.matches[2], req.matches[3], body, replace,
+                            req.get_header_value("If-Match"));
+    };
+  };
+  server.Patch(t, Handle(store, update(false)));
+  server.Put(t, Handle(store, update(true)));
+  server.Get(t + "/data",
+             Handle(store,
+                    [](FakeStore& s, const httplib::Request& req,
+                       const nlohmann::json&) -> absl::StatusOr<nlohmann::json> {
+                      auto table = s.get_table(req.matches[1], req.matches[2], req.matches[3]);
+                      if (!table.ok()) return table.status();
+                      auto schema = ParseSchema((*table)["schema"]["fields"]);
+                      if (!schema.ok()) return schema.status();
+                      auto rows = s.rows(fmt::format("projects/{}/datasets/{}/tables/{}",
+                                                     req.matches[1].str(), req.matches[2].str(),
+                                                     req.matches[3].str()));
+                      if (!rows.ok()) return rows.status();
+                      const std::int64_t max = Param(req, "maxResults", kDefaultPageRows);
+                      std::int64_t start = Param(req, "startIndex", 0);
+                      if (req.has_param("pageToken")) start = Param(req, "pageToken", 0);
+                      if (max <= 0 || start < 0) {
+                        return absl::InvalidArgumentError(
+                            "maxResults, startIndex and pageToken must "
+                            "be non-negative integers");
+                      }
+                      nlohmann::json out = {{"kind", "bigquery#tableDataList"},
+                                            {"totalRows", std::to_string(rows->size())},
+                                            {"rows", nlohmann::json::array()}};
+                      const auto total = static_cast<std::int64_t>(rows->size());
+                      const std::int64_t end = std::min(total, start + max);
+                      for (std::int64_t i = start; i < end; ++i) {
+                        out["rows"].push_back(
+                            ToTableDataRow((*rows)[static_cast<std::size_t>(i)], *schema));
+                      }
+                      if (end < total) out["pageToken"] = std::to_string(end);
+                      return out;
+                    }));
+  server.Post("/fake/v1/options",
+              Handle(store,
+                     [](FakeStore& s, const httplib::Request&,
+                        const nlohmann::json& body) -> absl::StatusOr<nlohmann::json> {
+                       FakeOptions o = s.options();
+                       try {
+                         o.unavailable_on_append = body.value("unavailableOnAppend", 0);
+                         o.lose_response_on_append = body.value("loseResponseOnAppend", 0);
+                         o.stall_on_append = body.value("stallOnAppend", 0);
+                         o.stall = std::chrono::milliseconds(body.value("stallMs", 0));
+                         o.unavailable_on_flush = body.value("unavailableOnFlush", 0);
+                         if (body.contains("streamIdleExpirySeconds")) {
+                           o.stream_idle_expiry =
+                               absl::Seconds(body["streamIdleExpirySeconds"].get<std::int64_t>());
+                         }
+                         if (body.contains("tablePropagationMs")) {
+                           o.table_propagation =
+                               absl::Milliseconds(body["tablePropagationMs"].get<std::int64_t>());
+                         }
+                       } catch (const nlohmann::json::exception& e) {
+                         return absl::InvalidArgumentError(std::string("bad option: ") + e.what());
+                       }
+                       s.set_options(std::move(o));
+                       return nlohmann::json::object();
+                     }));
+  server.Post("/fake/v1/clock:advance",
+              Handle(store,
+                     [](FakeStore& s, const httplib::Request&,
+                        const nlohmann::json& body) -> absl::StatusOr<nlohmann::json> {
+                       if (!body.contains("seconds") || !body["seconds"].is_number()) {
+                         return absl::InvalidArgumentError("{\"seconds\": S} is required");
+                       }
+                       s.advance_clock(absl::Seconds(body["seconds"].get<double>()));
+                       return nlohmann::json{{"now", absl::FormatTime(s.now())}};
+                     }));
+}
+
+}  // namespace gcpstream::testing::bigquery_fake

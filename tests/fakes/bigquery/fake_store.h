@@ -1,0 +1,156 @@
+#ifndef GCPSTREAM_TESTS_FAKES_BIGQUERY_FAKE_STORE_H_
+#define GCPSTREAM_TESTS_FAKES_BIGQUERY_FAKE_STORE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "google/cloud/bigquery/storage/v1/storage.pb.h"
+#include "tests/fakes/bigquery/fake_table_schema.h"
+
+namespace gcpstream::testing::bigquery_fake {
+
+// How the fake behaves beyond the documented API: its clock, its timings and the faults it
+// injects. Changeable while it runs (BigQueryFake::set_options, or POST /fake/v1/options).
+struct FakeOptions {
+  // The AppendRows request with this ordinal (1-based, counted over every connection since the
+  // options were set) ends its connection with UNAVAILABLE without being applied [0: never].
+  int unavailable_on_append = 0;
+  // The AppendRows request with this ordinal is applied, then its connection ends with
+  // UNAVAILABLE: the rows landed but the client never hears so [0: never].
+  int lose_response_on_append = 0;
+  // The AppendRows request with this ordinal waits `stall` before it is processed, unless its
+  // connection is cancelled first [0: never].
+  int stall_on_append = 0;
+  std::chrono::milliseconds stall{0};
+  // A FlushRows with this ordinal (1-based) answers UNAVAILABLE without flushing [0: never].
+  int unavailable_on_flush = 0;
+  // An application-created stream unused this long is gone: every call naming it answers
+  // NOT_FOUND (STREAM_NOT_FOUND). The write-stream docs give buffered streams a 7-day TTL
+  // without traffic; what the service answers after it is not documented (docs/bigquery.md).
+  absl::Duration stream_idle_expiry = absl::Hours(24 * 7);
+  // For this long after a table is created, CreateWriteStream, default-stream appends and
+  // FlushRows on it answer the masked PERMISSION_DENIED a table still propagating gets from the
+  // service (measured, ../shared/spec/bigquery.md "A missing table does not say NOT_FOUND").
+  absl::Duration table_propagation = absl::ZeroDuration();
+  // The fake's notion of now [absl::Now() plus what advance_clock added].
+  std::function<absl::Time()> clock;
+};
+
+// The fake's tables, datasets and write streams, and every Storage Write API rule that is about
+// them rather than about a connection. Thread-safe (one lock).
+class FakeStore {
+ public:
+  using WriteStream = google::cloud::bigquery::storage::v1::WriteStream;
+
+  FakeStore();
+  void set_options(FakeOptions options);
+  FakeOptions options() const;
+  void advance_clock(absl::Duration d);
+  absl::Time now() const;
+
+  // --- REST resources (JSON as the BigQuery v2 API shows them). NOT_FOUND, ALREADY_EXISTS,
+  // INVALID_ARGUMENT and FAILED_PRECONDITION (an etag mismatch) map to 404, 409, 400 and 412.
+  absl::StatusOr<nlohmann::json> insert_dataset(const std::string& project,
+                                                const nlohmann::json& resource);
+  absl::StatusOr<nlohmann::json> get_dataset(const std::string& project,
+                                             const std::string& dataset) const;
+  absl::StatusOr<nlohmann::json> insert_table(const std::string& project,
+                                              const std::string& dataset,
+                                              const nlohmann::json& resource);
+  absl::StatusOr<nlohmann::json> get_table(const std::string& project, const std::string& dataset,
+                                           const std::string& table) const;
+  // tables.patch (`replace` false: only the fields present change) and tables.update (`replace`
+  // true). `if_match`, when not empty, must equal the table's etag.
+  absl::StatusOr<nlohmann::json> update_table(const std::string& project,
+                                              const std::string& dataset, const std::string& table,
+                                              const nlohmann::json& resource, bool replace,
+                                              const std::string& if_match);
+  // The visible rows, each a JSON object keyed by column name (see RowDecoder for the values).
+  absl::StatusOr<std::vector<nlohmann::json>> rows(const std::string& table_path) const;
+
+  // --- Storage Write API. Failures carry the gRPC code the service documents and, where it
+  // documents one, a google.rpc.Status detail holding a StorageError.
+  grpc::Status create_write_stream(const std::string& parent, WriteStream::Type type,
+                                   WriteStream* out);
+  // The table a stream writes to, with its schema and schema version (bumped by every schema
+  // change). `default_stream` tells whether the name is the table's `_default` stream.
+  grpc::Status stream_table(const std::string& stream, std::string* table_path, Schema* schema,
+                            std::int64_t* schema_version, bool* default_stream);
+  // Appends decoded rows. `offset` is the caller's explicit offset, if any; `first_row` is where
+  // they landed (the stream's previous end).
+  grpc::Status append(const std::string& stream, std::optional<std::int64_t> offset,
+                      std::vector<nlohmann::json> rows, std::int64_t* first_row);
+  grpc::Status get_write_stream(const std::string& name, bool full, WriteStream* out);
+  grpc::Status finalize_write_stream(const std::string& name, std::int64_t* row_count);
+  grpc::Status flush_rows(const std::string& name, std::optional<std::int64_t> offset,
+                          std::int64_t* flushed);
+  grpc::Status batch_commit(
+      const google::cloud::bigquery::storage::v1::BatchCommitWriteStreamsRequest& request,
+      google::cloud::bigquery::storage::v1::BatchCommitWriteStreamsResponse* out);
+
+  // Counters for tests.
+  std::int64_t next_append_ordinal();
+  std::int64_t next_flush_ordinal();
+  std::int64_t streams_created() const;
+
+ private:
+  struct Table {
+    nlohmann::json resource;  // everything but schema, etag and the output-only counters
+    Schema schema;
+    std::int64_t schema_version = 1;
+    std::int64_t etag = 1;
+    absl::Time created;
+    std::vector<nlohmann::json> rows;  // visible
+  };
+  struct Stream {
+    std::string table;
+    WriteStream::Type type = WriteStream::COMMITTED;
+    std::vector<nlohmann::json> rows;  // appended
+    std::int64_t flushed = 0;          // BUFFERED: rows [0, flushed) are visible
+    bool finalized = false;
+    bool committed = false;
+    absl::Time created;
+    absl::Time last_used;
+    absl::Time commit_time;
+  };
+
+  nlohmann::json table_json(const std::string& path, const Table& t) const;
+  // The stream, or NOT_FOUND (expired streams are dropped here). Caller holds mu_.
+  grpc::Status find_stream(const std::string& name, Stream** out);
+  bool propagating(const Table& t) const;
+  absl::Time now_locked() const;
+
+  mutable std::mutex mu_;
+  FakeOptions options_;
+  absl::Duration clock_offset_;
+  std::map<std::string, nlohmann::json> datasets_;  // "projects/P/datasets/D"
+  std::map<std::string, Table> tables_;             // "projects/P/datasets/D/tables/T"
+  std::map<std::string, Stream> streams_;
+  std::int64_t append_ordinal_ = 0;
+  std::int64_t flush_ordinal_ = 0;
+  std::int64_t streams_created_ = 0;
+};
+
+// "projects/P/datasets/D/tables/T" of a stream or table name; empty when it is neither.
+std::string TablePathOf(const std::string& name);
+// A Storage Write API error: `code`, `message`, and a StorageError detail when `storage_code`
+// is not STORAGE_ERROR_CODE_UNSPECIFIED.
+grpc::Status WriteError(
+    grpc::StatusCode code,
+    google::cloud::bigquery::storage::v1::StorageError::StorageErrorCode storage_code,
+    const std::string& entity, const std::string& message);
+
+}  // namespace gcpstream::testing::bigquery_fake
+
+#endif  // GCPSTREAM_TESTS_FAKES_BIGQUERY_FAKE_STORE_H_
