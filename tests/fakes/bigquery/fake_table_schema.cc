@@ -186,8 +186,12 @@ absl::StatusOr<Schema> ParseSchema(const nlohmann::json& fields) {
 nlohmann::json ToJson(const Schema& schema) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& f : schema) {
+    // tables.get shows the legacy names for the types that have one.
+    static const auto* legacy = new std::map<std::string, std::string>{
+        {"INT64", "INTEGER"}, {"FLOAT64", "FLOAT"}, {"BOOL", "BOOLEAN"}};
+    auto l = legacy->find(f.type);
     nlohmann::json j = {
-        {"name", f.name}, {"type", f.type == "RECORD" ? "RECORD" : f.type}, {"mode", f.mode}};
+        {"name", f.name}, {"type", l == legacy->end() ? f.type : l->second}, {"mode", f.mode}};
     if (f.max_length > 0) j["maxLength"] = std::to_string(f.max_length);
     if (!f.fields.empty()) j["fields"] = ToJson(f.fields);
     out.push_back(std::move(j));
