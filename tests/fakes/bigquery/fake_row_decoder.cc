@@ -12,6 +12,7 @@
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
 #include "gcpstream/util/utf8.h"
+#include "google/cloud/bigquery/storage/v1/annotations.pb.h"
 
 namespace gcpstream::testing::bigquery_fake {
 namespace {
@@ -25,6 +26,14 @@ using CppType = FieldDescriptor::CppType;
 // TIMESTAMP's documented range, 0001-01-01 00:00:00 to 9999-12-31 23:59:59.999999 UTC, in µs.
 constexpr std::int64_t kMinTimestampMicros = -62135596800000000LL;
 constexpr std::int64_t kMaxTimestampMicros = 253402300799999999LL;
+
+// The column a field writes: its `column_name` option when set (flexible column names,
+// google/cloud/bigquery/storage/v1/annotations.proto), else its name.
+std::string ColumnName(const FieldDescriptor& f) {
+  const auto& option = google::cloud::bigquery::storage::v1::column_name;
+  if (f.options().HasExtension(option)) return f.options().GetExtension(option);
+  return f.name();
+}
 
 absl::Status RowError(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(fmt::format("Field {}: {}", path, what));
@@ -61,7 +70,7 @@ absl::Status CheckMessage(const Descriptor& d, const Schema& columns, const std:
                           RowDecoder::Refusal* refusal) {
   for (int i = 0; i < d.field_count(); ++i) {
     const FieldDescriptor& f = *d.field(i);
-    const Field* column = FindField(columns, f.name());
+    const Field* column = FindField(columns, ColumnName(f));
     if (column == nullptr) {
       *refusal = RowDecoder::Refusal::kExtraField;
       return absl::InvalidArgumentError(
@@ -336,7 +345,7 @@ absl::StatusOr<nlohmann::json> DecodeMessage(const Message& m, const Schema& col
     const std::string path = prefix + column.name;
     const FieldDescriptor* f = nullptr;
     for (int i = 0; i < d.field_count() && f == nullptr; ++i) {
-      if (absl::AsciiStrToLower(d.field(i)->name()) == absl::AsciiStrToLower(column.name)) {
+      if (absl::AsciiStrToLower(ColumnName(*d.field(i))) == absl::AsciiStrToLower(column.name)) {
         f = d.field(i);
       }
     }
