@@ -1,0 +1,193 @@
+#include "gcpstream/bigquery/client/stream_appender.h"
+
+#include <fmt/format.h>
+
+#include "gcpstream/connector/grpc_status.h"
+
+namespace gcpstream::bigquery {
+namespace {
+
+// The Storage Write API's bound on one AppendRows request (quotas: 10 MB).
+constexpr std::size_t kMaxRequestBytes = 10 * 1000 * 1000;
+
+}  // namespace
+
+StreamAppender::StreamAppender(std::shared_ptr<BigQueryWriteStub> stub,
+                               StreamAppenderOptions options)
+    : stub_(std::move(stub)), options_(std::move(options)) {}
+
+StreamAppender::~StreamAppender() { close(Clock::now() + std::chrono::seconds(10)); }
+
+std::shared_ptr<StreamAppender::Connection> StreamAppender::open_locked() {
+  auto c = std::make_shared<Connection>();
+  c->rpc = stub_->append_rows();
+  ++opened_;
+  connections_.push_back(c);
+  c->reader = std::thread([this, c] { read_loop(c); });
+  current_ = c;
+  return c;
+}
+
+absl::Status StreamAppender::append(std::vector<std::string> rows,
+                                    std::optional<std::int64_t> offset, Done done,
+                                    Clock::time_point deadline) {
+  if (rows.empty()) return absl::InvalidArgumentError("an append carries at least one row");
+  storage_v1::AppendRowsRequest request;
+  if (offset) request.mutable_offset()->set_value(*offset);
+  auto* data = request.mutable_proto_rows();
+  for (auto& r : rows) data->mutable_rows()->add_serialized_rows(std::move(r));
+  std::lock_guard send(send_mu_);
+  std::shared_ptr<Connection> c;
+  std::int64_t bytes = 0;
+  {
+    std::unique_lock lock(mu_);
+    if (closed_) return absl::FailedPreconditionError("the appender is closed");
+    if (!current_ || current_->broken) open_locked();
+    c = current_;
+    if (!c->schema_sent || schema_changed_) {
+      request.set_write_stream(options_.write_stream);
+      request.set_trace_id(options_.trace_id);
+      *data->mutable_writer_schema()->mutable_proto_descriptor() = options_.writer_descriptor;
+      schema_changed_ = false;
+    }
+    bytes = static_cast<std::int64_t>(request.ByteSizeLong());
+    if (static_cast<std::size_t>(bytes) > kMaxRequestBytes) {
+      return absl::InvalidArgumentError(
+          fmt::format("an AppendRows request of {} bytes exceeds the Storage Write API's {} bytes",
+                      bytes, kMaxRequestBytes));
+    }
+    const bool admitted = cv_.wait_until(lock, deadline, [&] {
+      return closed_ || in_flight_ == 0 ||
+             (in_flight_ < options_.max_in_flight_requests &&
+              in_flight_bytes_ + bytes <= options_.max_in_flight_bytes);
+    });
+    if (closed_) return absl::FailedPreconditionError("the appender is closed");
+    if (!admitted) {
+      return absl::DeadlineExceededError(
+          fmt::format("the in-flight window of {} stayed full ({} requests, {} bytes)",
+                      options_.write_stream, in_flight_, in_flight_bytes_));
+    }
+    if (c != current_ || c->broken) {  // it broke while we waited
+      c = current_ && !current_->broken ? current_ : open_locked();
+      request.set_write_stream(options_.write_stream);
+      request.set_trace_id(options_.trace_id);
+      *data->mutable_writer_schema()->mutable_proto_descriptor() = options_.writer_descriptor;
+      bytes = static_cast<std::int64_t>(request.ByteSizeLong());
+    }
+    c->pending.push_back(Pending{bytes, std::move(done)});
+    ++in_flight_;
+    in_flight_bytes_ += bytes;
+  }
+  std::lock_guard write(c->write_mu);
+  c->schema_sent = true;
+  // A failed write breaks the connection: the reader then fails this append with the rest.
+  if (!c->rpc->write(request)) c->rpc->cancel();
+  return absl::OkStatus();
+}
+
+void StreamAppender::read_loop(std::shared_ptr<Connection> c) {
+  storage_v1::AppendRowsResponse response;
+  while (c->rpc->read(&response)) {
+    Pending p;
+    {
+      std::lock_guard lock(mu_);
+      if (c->pending.empty()) break;  // an answer nobody asked for: treat the connection as broken
+      p = std::move(c->pending.front());
+      c->pending.pop_front();
+      --in_flight_;
+      in_flight_bytes_ -= p.bytes;
+    }
+    cv_.notify_all();
+    AppendOutcome outcome;
+    outcome.answered = true;
+    outcome.status =
+        response.has_error() ? connector::FromRpcStatus(response.error()) : absl::OkStatus();
+    outcome.response = std::move(response);
+    if (p.done) p.done(std::move(outcome));
+    response.Clear();
+  }
+  std::deque<Pending> unanswered;
+  {
+    std::lock_guard lock(mu_);
+    c->broken = true;
+    unanswered.swap(c->pending);
+    for (const auto& p : unanswered) {
+      --in_flight_;
+      in_flight_bytes_ -= p.bytes;
+    }
+  }
+  cv_.notify_all();
+  absl::Status ended;
+  {
+    std::lock_guard write(c->write_mu);
+    c->rpc->cancel();
+    ended = c->rpc->finish();
+  }
+  if (ended.ok() || ended.code() == absl::StatusCode::kCancelled) {
+    ended = absl::UnavailableError(
+        fmt::format("the AppendRows connection to {} ended ({}) before answering",
+                    options_.write_stream, ended.ok() ? "closed" : "cancelled"));
+  }
+  for (auto& p : unanswered) {
+    if (p.done) p.done(AppendOutcome{ended, false, {}});
+  }
+}
+
+void StreamAppender::set_writer_descriptor(google::protobuf::DescriptorProto descriptor) {
+  std::lock_guard send(send_mu_);
+  std::lock_guard lock(mu_);
+  options_.writer_descriptor = std::move(descriptor);
+  schema_changed_ = true;
+}
+
+bool StreamAppender::await_idle(Clock::time_point deadline) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_until(lock, deadline, [&] { return in_flight_ == 0; });
+}
+
+void StreamAppender::close(Clock::time_point deadline) {
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return;
+    closed_ = true;  // an append waiting for the window gives up now
+  }
+  cv_.notify_all();
+  std::vector<std::shared_ptr<Connection>> all;
+  {
+    std::lock_guard send(send_mu_);  // after any append still writing
+    std::lock_guard lock(mu_);
+    all = connections_;
+  }
+  for (auto& c : all) {
+    std::lock_guard write(c->write_mu);
+    bool broken;
+    {
+      std::lock_guard lock(mu_);
+      broken = c->broken;
+    }
+    if (!broken) c->rpc->writes_done();
+  }
+  if (!await_idle(deadline)) {
+    for (auto& c : all) c->rpc->cancel();
+  }
+  for (auto& c : all) {
+    if (c->reader.joinable()) c->reader.join();
+  }
+}
+
+int StreamAppender::in_flight_requests() const {
+  std::lock_guard lock(mu_);
+  return in_flight_;
+}
+
+std::int64_t StreamAppender::in_flight_bytes() const {
+  std::lock_guard lock(mu_);
+  return in_flight_bytes_;
+}
+
+std::int64_t StreamAppender::connections_opened() const {
+  std::lock_guard lock(mu_);
+  return opened_;
+}
+
+}  // namespace gcpstream::bigquery
