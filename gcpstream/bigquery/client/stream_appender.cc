@@ -94,16 +94,14 @@ void StreamAppender::read_loop(std::shared_ptr<Connection> c) {
       if (c->pending.empty()) break;  // an answer nobody asked for: treat the connection as broken
       p = std::move(c->pending.front());
       c->pending.pop_front();
-      --in_flight_;
-      in_flight_bytes_ -= p.bytes;
     }
-    cv_.notify_all();
     AppendOutcome outcome;
     outcome.answered = true;
     outcome.status =
         response.has_error() ? connector::FromRpcStatus(response.error()) : absl::OkStatus();
     outcome.response = std::move(response);
     if (p.done) p.done(std::move(outcome));
+    release(p.bytes);  // after the callback: await_idle() means every callback has run
     response.Clear();
   }
   std::deque<Pending> unanswered;
@@ -111,12 +109,7 @@ void StreamAppender::read_loop(std::shared_ptr<Connection> c) {
     std::lock_guard lock(mu_);
     c->broken = true;
     unanswered.swap(c->pending);
-    for (const auto& p : unanswered) {
-      --in_flight_;
-      in_flight_bytes_ -= p.bytes;
-    }
   }
-  cv_.notify_all();
   absl::Status ended;
   {
     std::lock_guard write(c->write_mu);
@@ -130,7 +123,17 @@ void StreamAppender::read_loop(std::shared_ptr<Connection> c) {
   }
   for (auto& p : unanswered) {
     if (p.done) p.done(AppendOutcome{ended, false, {}});
+    release(p.bytes);
   }
+}
+
+void StreamAppender::release(std::int64_t bytes) {
+  {
+    std::lock_guard lock(mu_);
+    --in_flight_;
+    in_flight_bytes_ -= bytes;
+  }
+  cv_.notify_all();
 }
 
 void StreamAppender::set_writer_descriptor(google::protobuf::DescriptorProto descriptor) {

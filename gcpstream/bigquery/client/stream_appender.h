@@ -75,7 +75,7 @@ class StreamAppender {
                       Clock::time_point deadline);
   // Sends the new writer schema with the next request (a schema change; the same stream).
   void set_writer_descriptor(google::protobuf::DescriptorProto descriptor);
-  // Waits until every append was answered or failed; false at the deadline.
+  // Waits until every append's callback has run; false at the deadline.
   bool await_idle(Clock::time_point deadline);
   // Half-closes, waits until `deadline` for the answers, then cancels; unanswered appends fail
   // with answered = false. Idempotent.
@@ -101,6 +101,8 @@ class StreamAppender {
   };
 
   void read_loop(std::shared_ptr<Connection> c);
+  // One append's callback has run: its place in the window is free.
+  void release(std::int64_t bytes);
   std::shared_ptr<Connection> open_locked();
 
   std::shared_ptr<BigQueryWriteStub> stub_;
