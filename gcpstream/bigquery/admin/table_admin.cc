@@ -1,0 +1,140 @@
+#include "gcpstream/bigquery/admin/table_admin.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include "absl/strings/cord.h"
+#include "gcpstream/util/json.h"
+
+namespace gcpstream::bigquery {
+namespace {
+
+constexpr std::size_t kMaxJsonDepth = 64;
+
+absl::StatusCode CodeFor(int http, const std::string& reason) {
+  switch (http) {
+    case 400:
+      return absl::StatusCode::kInvalidArgument;
+    case 401:
+      return absl::StatusCode::kUnauthenticated;
+    case 403:
+      return reason == "rateLimitExceeded" || reason == "quotaExceeded"
+                 ? absl::StatusCode::kResourceExhausted
+                 : absl::StatusCode::kPermissionDenied;
+    case 404:
+      return absl::StatusCode::kNotFound;
+    case 409:
+      return absl::StatusCode::kAlreadyExists;
+    case 412:
+      return absl::StatusCode::kFailedPrecondition;
+    case 429:
+      return absl::StatusCode::kResourceExhausted;
+    case 500:
+      return absl::StatusCode::kInternal;
+    case 503:
+      return absl::StatusCode::kUnavailable;
+    case 504:
+      return absl::StatusCode::kDeadlineExceeded;
+    default:
+      return http >= 500 ? absl::StatusCode::kUnavailable : absl::StatusCode::kUnknown;
+  }
+}
+
+}  // namespace
+
+std::string ErrorReasonOf(const absl::Status& status) {
+  auto payload = status.GetPayload(kBigQueryErrorReasonPayload);
+  return payload ? std::string(*payload) : std::string();
+}
+
+std::string TableRef::resource_name() const {
+  return fmt::format("projects/{}/datasets/{}/tables/{}", project, dataset, table);
+}
+
+TableAdmin::TableAdmin(std::string endpoint,
+                       std::shared_ptr<connector::AccessTokenSource> credentials,
+                       std::chrono::milliseconds timeout)
+    : endpoint_(std::move(endpoint)), credentials_(std::move(credentials)), timeout_(timeout) {}
+
+absl::StatusOr<nlohmann::json> TableAdmin::call(const std::string& method, const std::string& path,
+                                                const nlohmann::json* body,
+                                                const std::string& etag) const {
+  httplib::Headers headers;
+  auto token = credentials_->token();
+  if (!token.ok()) return token.status();
+  if (!token->empty()) headers.emplace("Authorization", "Bearer " + *token);
+  if (!etag.empty()) headers.emplace("If-Match", etag);
+  httplib::Client client(endpoint_);
+  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout_);
+  client.set_connection_timeout(secs);
+  client.set_read_timeout(secs);
+  client.set_write_timeout(secs);
+  const std::string payload = body ? body->dump() : std::string();
+  httplib::Result result = method == "GET" ? client.Get(path, headers)
+                           : method == "POST"
+                               ? client.Post(path, headers, payload, "application/json")
+                               : client.Patch(path, headers, payload, "application/json");
+  if (!result) {
+    return absl::UnavailableError(fmt::format("BigQuery {} {}: no answer ({})", method, path,
+                                              httplib::to_string(result.error())));
+  }
+  auto json = util::ParseJsonBounded(result->body, kMaxJsonDepth);
+  if (result->status >= 200 && result->status < 300) {
+    if (!json.ok()) {
+      return absl::InternalError(
+          fmt::format("BigQuery {} {}: the answer is not JSON", method, path));
+    }
+    return *json;
+  }
+  std::string message = fmt::format("HTTP {}", result->status);
+  std::string reason;
+  if (json.ok() && json->is_object() && json->contains("error")) {
+    const auto& error = (*json)["error"];
+    if (error.is_object() && error.contains("message") && error["message"].is_string()) {
+      message = error["message"].get<std::string>();
+    }
+    if (error.is_object() && error.contains("errors") && error["errors"].is_array() &&
+        !error["errors"].empty() && error["errors"][0].is_object() &&
+        error["errors"][0].contains("reason") && error["errors"][0]["reason"].is_string()) {
+      reason = error["errors"][0]["reason"].get<std::string>();
+    }
+  }
+  absl::Status status(CodeFor(result->status, reason),
+                      fmt::format("BigQuery {} {}: {}{}", method, path, message,
+                                  reason.empty() ? "" : " (reason " + reason + ")"));
+  if (!reason.empty()) status.SetPayload(kBigQueryErrorReasonPayload, absl::Cord(reason));
+  return status;
+}
+
+absl::StatusOr<nlohmann::json> TableAdmin::get_dataset(const std::string& project,
+                                                       const std::string& dataset) const {
+  return call("GET", fmt::format("/bigquery/v2/projects/{}/datasets/{}", project, dataset), nullptr,
+              "");
+}
+
+absl::StatusOr<nlohmann::json> TableAdmin::get_table(const TableRef& t) const {
+  return call(
+      "GET",
+      fmt::format("/bigquery/v2/projects/{}/datasets/{}/tables/{}", t.project, t.dataset, t.table),
+      nullptr, "");
+}
+
+absl::StatusOr<nlohmann::json> TableAdmin::insert_table(const TableRef& t,
+                                                        nlohmann::json resource) const {
+  resource["tableReference"] = {
+      {"projectId", t.project}, {"datasetId", t.dataset}, {"tableId", t.table}};
+  return call("POST",
+              fmt::format("/bigquery/v2/projects/{}/datasets/{}/tables", t.project, t.dataset),
+              &resource, "");
+}
+
+absl::StatusOr<nlohmann::json> TableAdmin::patch_table(const TableRef& t,
+                                                       const nlohmann::json& patch,
+                                                       const std::string& etag) const {
+  return call(
+      "PATCH",
+      fmt::format("/bigquery/v2/projects/{}/datasets/{}/tables/{}", t.project, t.dataset, t.table),
+      &patch, etag);
+}
+
+}  // namespace gcpstream::bigquery
