@@ -47,10 +47,6 @@ std::string ErrorReasonOf(const absl::Status& status) {
   return payload ? std::string(*payload) : std::string();
 }
 
-std::string TableRef::resource_name() const {
-  return fmt::format("projects/{}/datasets/{}/tables/{}", project, dataset, table);
-}
-
 TableAdmin::TableAdmin(std::string endpoint,
                        std::shared_ptr<connector::AccessTokenSource> credentials,
                        std::chrono::milliseconds timeout)

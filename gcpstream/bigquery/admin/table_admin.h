@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "gcpstream/connector/destinations.h"
 #include "gcpstream/connector/oauth2_credentials.h"
 
 namespace gcpstream::bigquery {
@@ -21,14 +22,8 @@ inline constexpr char kBigQueryErrorReasonPayload[] = "gcpstream.bigquery/reason
 // The reason a failure carries; empty when none.
 std::string ErrorReasonOf(const absl::Status& status);
 
-// A table's identity.
-struct TableRef {
-  std::string project;
-  std::string dataset;
-  std::string table;
-  // "projects/P/datasets/D/tables/T", the Storage Write API's form.
-  std::string resource_name() const;
-};
+// A table's identity ("projects/P/datasets/D/tables/T" is its resource_name()).
+using TableRef = connector::BigQueryTableDestination;
 
 // The BigQuery v2 REST calls the sink needs (tables.get, tables.insert, tables.patch,
 // datasets.get), JSON in and out as the REST reference shapes it. Each call is one HTTP

@@ -1,0 +1,213 @@
+#ifndef GCPSTREAM_BIGQUERY_SINK_BIGQUERY_SINK_H_
+#define GCPSTREAM_BIGQUERY_SINK_BIGQUERY_SINK_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "gcpstream/api/lineage.h"
+#include "gcpstream/api/sink.h"
+#include "gcpstream/api/status_macros.h"
+#include "gcpstream/bigquery/sink/bigquery_serialization_schema.h"
+#include "gcpstream/bigquery/sink/bigquery_sink_adapter.h"
+#include "gcpstream/bigquery/sink/bigquery_writer_options.h"
+#include "gcpstream/connector/async_sink_writer_front.h"
+#include "gcpstream/connector/client_options.h"
+#include "gcpstream/connector/destinations.h"
+#include "gcpstream/connector/failure_handler.h"
+#include "gcpstream/connector/lineage.h"
+#include "gcpstream/connector/serialization.h"
+
+namespace gcpstream::bigquery {
+
+// The clients a writer uses, made when it starts (credentials are read then): the Storage Write
+// stub over one channel, and the REST table client. With an emulator endpoint set, the REST
+// endpoint must be too (plaintext, no credentials).
+absl::StatusOr<std::shared_ptr<BigQueryWriteStub>> MakeBigQueryWriteStub(
+    const connector::ClientOptions& client);
+absl::StatusOr<std::shared_ptr<TableAdmin>> MakeTableAdmin(
+    const connector::ClientOptions& client, const std::optional<std::string>& emulator_rest);
+
+// Writes records to BigQuery tables through the Storage Write API's default stream
+// (STORAGE_API_AT_LEAST_ONCE): rows are appended as batches fill, and flush() at each
+// checkpoint appends what is batched and waits for every append, so a completed checkpoint
+// means BigQuery acknowledged every row before the barrier — except those the serializer
+// skipped or a dropping failure handler received. A retried append may duplicate rows; the
+// writer keeps no state. STORAGE_API_EXACTLY_ONCE and FILE_LOADS are not built yet (build()
+// says so).
+//
+//   auto serializer = BigQuerySerializationSchema<Flight>::json(schema, to_json);
+//   auto sink = BigQuerySink<Flight>::builder()
+//                   .destination(BigQueryTableDestination::of("p", "flights", "delays"))
+//                   .serializer(*serializer)
+//                   .build();
+//
+// A missing table is created under CREATE_IF_NEEDED (the default) with the serializer's
+// schema and table_create_options. See docs/bigquery.md.
+template <typename T>
+class BigQuerySink final : public Sink<T>, public LineageVertexProvider {
+ public:
+  class Builder {
+   public:
+    Builder& write_method(WriteMethod method) {
+      method_ = method;
+      return *this;
+    }
+    // Every record to one table. Replaces a resolver set before.
+    Builder& destination(connector::BigQueryTableDestination table) {
+      fixed_ = table;
+      resolver_ = connector::FixedDestination<T>(std::move(table));
+      return *this;
+    }
+    // The table per record; returning nothing fails the job.
+    Builder& destination_resolver(
+        connector::DestinationResolver<T, connector::BigQueryTableDestination> r) {
+      fixed_.reset();
+      resolver_ = std::move(r);
+      return *this;
+    }
+    Builder& serializer(BigQuerySerializationSchema<T> s) {
+      serializer_ = std::move(s);
+      return *this;
+    }
+    Builder& create_disposition(CreateDisposition d) {
+      disposition_ = d;
+      return *this;
+    }
+    Builder& table_create_options(TableCreateOptions o) {
+      create_options_ = std::move(o);
+      return *this;
+    }
+    Builder& writer_options(BigQueryWriterOptions o) {
+      options_ = std::move(o);
+      return *this;
+    }
+    // What receives a row that terminally fails [fail the job].
+    Builder& failure_handler(std::shared_ptr<connector::FailureHandler> h) {
+      handler_ = std::move(h);
+      return *this;
+    }
+    Builder& service_account_key_file(std::string path) {
+      note(client_.set_service_account_key_file(std::move(path)));
+      return *this;
+    }
+    // The Storage Write API at host:port (plaintext, no credentials): an emulator or the fake.
+    Builder& emulator_endpoint(std::string_view host_port) {
+      note(client_.set_emulator_endpoint(host_port));
+      return *this;
+    }
+    // The REST API of the same, "http://host:port" (table creation).
+    Builder& emulator_rest_endpoint(std::string url) {
+      emulator_rest_ = std::move(url);
+      return *this;
+    }
+    // Test seams.
+    Builder& stub(std::shared_ptr<BigQueryWriteStub> stub) {
+      stub_ = std::move(stub);
+      return *this;
+    }
+    Builder& table_admin(std::shared_ptr<TableAdmin> admin) {
+      admin_ = std::move(admin);
+      return *this;
+    }
+
+    // INVALID_ARGUMENT naming the option of the first problem; UNIMPLEMENTED for a write
+    // method not built yet.
+    absl::StatusOr<std::shared_ptr<BigQuerySink>> build() const {
+      GCP_RETURN_IF_ERROR(error_);
+      if (method_ != WriteMethod::kStorageApiAtLeastOnce) {
+        return absl::UnimplementedError(
+            "BigQuerySink: only write_method STORAGE_API_AT_LEAST_ONCE exists yet "
+            "(STORAGE_API_EXACTLY_ONCE and FILE_LOADS are planned; docs/bigquery.md)");
+      }
+      if (!resolver_) {
+        return absl::InvalidArgumentError(
+            "BigQuerySink needs a destination: set destination(...) or destination_resolver(...)");
+      }
+      if (!serializer_.valid())
+        return absl::InvalidArgumentError("BigQuerySink needs serializer(...)");
+      GCP_RETURN_IF_ERROR(client_.validate());
+      GCP_RETURN_IF_ERROR(options_.validate());
+      if (client_.emulator_endpoint().has_value() != emulator_rest_.has_value() && !admin_) {
+        return absl::InvalidArgumentError(
+            "emulator_endpoint and emulator_rest_endpoint go together: the Storage Write API and "
+            "the REST API of an emulator listen on different ports");
+      }
+      if (create_options_.clustering_fields.size() > 4) {
+        return absl::InvalidArgumentError(
+            "table_create_options: BigQuery clusters by at most 4 columns");
+      }
+      return std::shared_ptr<BigQuerySink>(new BigQuerySink(*this));
+    }
+
+   private:
+    friend class BigQuerySink;
+    void note(absl::Status s) {
+      if (error_.ok() && !s.ok()) error_ = std::move(s);
+    }
+    WriteMethod method_ = WriteMethod::kStorageApiAtLeastOnce;
+    std::optional<connector::BigQueryTableDestination> fixed_;
+    connector::DestinationResolver<T, connector::BigQueryTableDestination> resolver_;
+    BigQuerySerializationSchema<T> serializer_;
+    CreateDisposition disposition_ = CreateDisposition::kCreateIfNeeded;
+    TableCreateOptions create_options_;
+    BigQueryWriterOptions options_;
+    std::shared_ptr<connector::FailureHandler> handler_;
+    connector::ClientOptions client_;
+    std::optional<std::string> emulator_rest_;
+    std::shared_ptr<BigQueryWriteStub> stub_;
+    std::shared_ptr<TableAdmin> admin_;
+    absl::Status error_;
+  };
+
+  static Builder builder() { return Builder(); }
+
+  absl::StatusOr<std::unique_ptr<SinkWriter<T>>> create_writer(
+      WriterInitContext& context) const override {
+    BigQueryWriterConfig config;
+    config.options = b_.options_;
+    config.create_disposition = b_.disposition_;
+    config.table_create_options = b_.create_options_;
+    config.schema = b_.serializer_.schema();
+    config.writer_descriptor = b_.serializer_.writer_descriptor();
+    config.failure_handler = b_.handler_ ? b_.handler_ : connector::FailureHandler::fail_job();
+    if (b_.stub_) {
+      config.stub = b_.stub_;
+    } else {
+      GCP_ASSIGN_OR_RETURN(config.stub, MakeBigQueryWriteStub(b_.client_));
+    }
+    if (b_.admin_) {
+      config.admin = b_.admin_;
+    } else {
+      GCP_ASSIGN_OR_RETURN(config.admin, MakeTableAdmin(b_.client_, b_.emulator_rest_));
+    }
+    auto serialize = [serializer = b_.serializer_](const T& element, const SinkWriterContext& ctx)
+        -> absl::StatusOr<std::optional<BigQueryRow>> {
+      return connector::CallSerializer<BigQueryRow>(
+          [&] { return serializer.serialize(element, ctx); });
+    };
+    auto writer = std::make_unique<Writer>(b_.resolver_, std::move(serialize),
+                                           MakeBigQueryWriterCore(std::move(config), context));
+    GCP_RETURN_IF_ERROR(writer->open());
+    return std::unique_ptr<SinkWriter<T>>(std::move(writer));
+  }
+
+  LineageVertex lineage_vertex() const override {
+    LineageVertex v;
+    v.role = LineageVertex::Role::kSink;
+    v.connector = "bigquery";
+    if (b_.fixed_) v.datasets.push_back(connector::BigQueryDataset(*b_.fixed_));
+    return v;
+  }
+
+ private:
+  using Writer =
+      connector::AsyncSinkWriterFront<T, connector::BigQueryTableDestination, BigQueryRow>;
+  explicit BigQuerySink(Builder b) : b_(std::move(b)) {}
+  Builder b_;
+};
+
+}  // namespace gcpstream::bigquery
+
+#endif  // GCPSTREAM_BIGQUERY_SINK_BIGQUERY_SINK_H_

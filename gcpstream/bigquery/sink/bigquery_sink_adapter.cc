@@ -1,0 +1,213 @@
+#include "gcpstream/bigquery/sink/bigquery_sink_adapter.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <set>
+#include <thread>
+
+#include "gcpstream/bigquery/sink/default_stream_client.h"
+#include "gcpstream/connector/await_on_mailbox.h"
+#include "gcpstream/connector/status_classifier.h"
+
+namespace gcpstream::bigquery {
+namespace {
+
+using connector::BigQueryTableDestination;
+
+constexpr char kAbandonedCounter[] = "bigqueryWriterShutdownsAbandoned";
+// One AppendRows request carries at most 10 MB; a row alone over this cannot be sent.
+constexpr std::size_t kMaxRowBytes = 9 * 1000 * 1000;
+
+class BigQuerySinkAdapter final
+    : public connector::AsyncSinkAdapter<BigQueryTableDestination, BigQueryRow> {
+ public:
+  BigQuerySinkAdapter(BigQueryWriterConfig config, WriterInitContext& context)
+      : config_(std::move(config)),
+        mailbox_(context.mailbox_executor()),
+        tables_created_(context.metric_group().counter("tablesCreated")),
+        append_retries_(context.metric_group().counter("appendRetries")),
+        timers_(std::make_shared<util::TimerThread>()) {}
+
+  std::string describe(const BigQueryTableDestination& t) const override {
+    return t.resource_name();
+  }
+  std::string metric_scope(const BigQueryTableDestination& t) const override { return t.table; }
+  // Every table shares the writer's one channel.
+  std::string group_of(const BigQueryTableDestination&) const override { return "bigquery"; }
+
+  absl::StatusOr<std::shared_ptr<connector::DestinationClient<BigQueryRow>>> open(
+      const BigQueryTableDestination& t,
+      std::shared_ptr<connector::SinkOutcomeListener<BigQueryRow>> listener) override {
+    if (t.project.empty() || t.dataset.empty() || t.table.empty()) {
+      return absl::FailedPreconditionError(
+          fmt::format("the BigQuery sink's destination {} has an empty project, dataset or table",
+                      t.resource_name()));
+    }
+    // The hook holds the metric group's counter (thread-safe), never the adapter.
+    auto client = std::make_shared<DefaultStreamClient>(
+        config_.stub, t.resource_name(), config_.writer_descriptor, config_.options,
+        std::move(listener), timers_, [c = &append_retries_] { c->inc(); });
+    return std::shared_ptr<connector::DestinationClient<BigQueryRow>>(std::move(client));
+  }
+
+  std::int64_t size_of(const BigQueryRow& row) const override {
+    return static_cast<std::int64_t>(row.bytes.size());
+  }
+
+  absl::Status precheck(const BigQueryTableDestination& t, const BigQueryRow& row) override {
+    if (row.bytes.size() > kMaxRowBytes) {
+      return absl::InvalidArgumentError(
+          fmt::format("a row of {} bytes for {} cannot fit an AppendRows request (10 MB)",
+                      row.bytes.size(), t.resource_name()));
+    }
+    return absl::OkStatus();
+  }
+
+  connector::FailureClass classify(const absl::Status& status) const override {
+    const bool create = config_.create_disposition == CreateDisposition::kCreateIfNeeded;
+    if (status.GetPayload(kRowErrorPayload)) return connector::FailureClass::kRecordLevel;
+    // The service masks a missing table behind PERMISSION_DENIED: under CREATE_IF_NEEDED it is
+    // "the table may not be there", repaired like NOT_FOUND.
+    if (create && status.code() == absl::StatusCode::kPermissionDenied) {
+      return connector::FailureClass::kRepairable;
+    }
+    // INVALID_ARGUMENT without row detail is about the request or the schema: fatal.
+    if (status.code() == absl::StatusCode::kInvalidArgument) return connector::FailureClass::kFatal;
+    connector::ClassifierRules rules;
+    rules.not_found_is_repairable = create;
+    return connector::Classify(status, rules);
+  }
+
+  bool is_cascade(const absl::Status& status) const override {
+    return status.GetPayload(kRefusedWithItsRequestPayload).has_value();
+  }
+
+  connector::RepairResult repair(const BigQueryTableDestination& t,
+                                 const std::vector<const BigQueryRow*>&) override {
+    connector::RepairResult r;
+    nlohmann::json resource = {{"schema", {{"fields", TableSchemaToJson(config_.schema)}}}};
+    const auto& o = config_.table_create_options;
+    if (!o.time_partitioning.is_null()) resource["timePartitioning"] = o.time_partitioning;
+    if (!o.clustering_fields.empty()) resource["clustering"] = {{"fields", o.clustering_fields}};
+    if (!o.description.empty()) resource["description"] = o.description;
+    std::shared_ptr<TableAdmin> admin = config_.admin;
+    std::thread worker;
+    // The REST call carries its own timeout; the writer yields to its mailbox meanwhile.
+    auto created = connector::AwaitOnMailbox<absl::StatusOr<nlohmann::json>>(
+        mailbox_, "bigquery table created",
+        [&](std::function<void(absl::StatusOr<nlohmann::json>)> done) {
+          worker = std::thread([admin, t, resource, done = std::move(done)]() mutable {
+            done(admin->insert_table(t, std::move(resource)));
+          });
+        });
+    if (worker.joinable()) worker.join();
+    if (!created.ok()) {
+      r.status = created.status();
+      r.permanent = true;  // the subtask is being cancelled
+      return r;
+    }
+    // One count per table this writer asked to create, however many attempts it took.
+    if (asked_.insert(t.resource_name()).second) tables_created_.inc();
+    if (created->ok()) {
+      r.created = true;
+      spdlog::info("BigQuery sink: created table {}", t.resource_name());
+      return r;
+    }
+    const absl::Status& failed = created->status();
+    if (failed.code() == absl::StatusCode::kAlreadyExists) return r;  // lost the race: fine
+    r.status = failed;
+    // Rate limits and outages are worth another attempt; a denial or a bad schema is not.
+    const std::string reason = ErrorReasonOf(failed);
+    const bool retry =
+        failed.code() == absl::StatusCode::kUnavailable ||
+        failed.code() == absl::StatusCode::kDeadlineExceeded ||
+        failed.code() == absl::StatusCode::kInternal ||
+        (failed.code() == absl::StatusCode::kResourceExhausted && reason != "quotaExceeded");
+    r.permanent = !retry;
+    if (failed.code() == absl::StatusCode::kPermissionDenied) {
+      r.status = absl::PermissionDeniedError(fmt::format(
+          "creating {} was denied (the credentials need bigquery.tables.create on the dataset, "
+          "or set create_disposition CREATE_NEVER and create it): {}",
+          t.resource_name(), failed.message()));
+    }
+    return r;
+  }
+
+  absl::Status fatal_failure(const BigQueryTableDestination& t,
+                             const absl::Status& cause) const override {
+    const bool never = config_.create_disposition == CreateDisposition::kCreateNever;
+    if (never && (cause.code() == absl::StatusCode::kNotFound ||
+                  cause.code() == absl::StatusCode::kPermissionDenied)) {
+      return absl::Status(
+          cause.code(),
+          fmt::format("BigQuery table {} is missing or not writable and create_disposition is "
+                      "CREATE_NEVER ({})",
+                      t.resource_name(), cause.message()));
+    }
+    if (StorageErrorOf(cause) == storage_v1::StorageError::SCHEMA_MISMATCH_EXTRA_FIELDS) {
+      return absl::Status(
+          cause.code(),
+          fmt::format("the rows for {} carry columns the table does not have ({}); add them to "
+                      "the table or change the serializer's schema",
+                      t.resource_name(), cause.message()));
+    }
+    return absl::Status(cause.code(), fmt::format("appending to {} failed: {}", t.resource_name(),
+                                                  cause.message()));
+  }
+
+  std::unique_ptr<connector::FailedElement> failed_element(const BigQueryTableDestination& t,
+                                                           std::optional<BigQueryRow> row,
+                                                           absl::Status status,
+                                                           bool service_rejection) const override {
+    return std::make_unique<connector::BasicFailedElement>(
+        "bigquery", fmt::format("{}.{}.{}", t.project, t.dataset, t.table),
+        row ? std::move(row->bytes) : std::string(), std::move(status), service_rejection);
+  }
+
+ private:
+  BigQueryWriterConfig config_;
+  MailboxExecutor& mailbox_;
+  Counter& tables_created_;
+  Counter& append_retries_;
+  std::shared_ptr<util::TimerThread> timers_;
+  std::set<std::string> asked_;
+};
+
+connector::AsyncSinkWriterSettings Settings(const BigQueryWriterOptions& o) {
+  connector::AsyncSinkWriterSettings s;
+  s.words = {.connector = "BigQuery",
+             .metric_connector = "bigquery",
+             .element = "row",
+             .elements = "rows",
+             .element_metric = "Rows",
+             .destination = "table",
+             .client = "stream writer",
+             .live_destinations = "tables",
+             .request = "AppendRows"};
+  s.max_in_flight_count = o.max_in_flight_rows;
+  s.max_in_flight_bytes = o.max_in_flight_bytes;
+  s.progress.connector = "BigQuery";
+  s.progress.completion = "append";
+  s.progress.stall_warning_interval = o.stall_warning_interval;
+  s.recovery = o.recovery;
+  s.max_consecutive_rejections = o.max_consecutive_rejections;
+  s.destination_idle_timeout = o.destination_idle_timeout;
+  s.shutdown_timeout = o.shutdown_timeout;
+  s.per_destination_metrics = o.per_destination_metrics;
+  s.abandoned_counter = kAbandonedCounter;
+  return s;
+}
+
+}  // namespace
+
+std::unique_ptr<BigQueryWriterCore> MakeBigQueryWriterCore(BigQueryWriterConfig config,
+                                                           WriterInitContext& context) {
+  connector::AsyncSinkWriterSettings settings = Settings(config.options);
+  std::shared_ptr<connector::FailureHandler> handler = config.failure_handler;
+  return std::make_unique<BigQueryWriterCore>(
+      std::move(settings), std::make_unique<BigQuerySinkAdapter>(std::move(config), context),
+      std::move(handler), context);
+}
+
+}  // namespace gcpstream::bigquery

@@ -1,0 +1,66 @@
+#ifndef GCPSTREAM_BIGQUERY_SINK_BIGQUERY_WRITER_OPTIONS_H_
+#define GCPSTREAM_BIGQUERY_SINK_BIGQUERY_WRITER_OPTIONS_H_
+
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gcpstream/connector/recovery_backoff.h"
+
+namespace gcpstream::bigquery {
+
+// Which write path the sink takes (../shared/reference/options-bigquery.md, writeMethod).
+// Only STORAGE_API_AT_LEAST_ONCE exists yet; the others are refused by build().
+enum class WriteMethod { kStorageApiAtLeastOnce, kStorageApiExactlyOnce, kFileLoads };
+
+enum class CreateDisposition { kCreateIfNeeded, kCreateNever };
+
+// How a table the sink creates is laid out (TableCreateOptions). Applied only at creation:
+// an existing table is never changed. JSON in the v2 REST shapes.
+struct TableCreateOptions {
+  nlohmann::json time_partitioning;            // {"type": "DAY", "field": "..."}; null: none
+  std::vector<std::string> clustering_fields;  // at most 4 top-level columns
+  std::string description;
+};
+
+// Tuning of the STORAGE_API_AT_LEAST_ONCE writer (DefaultStreamOptions) and the shared writer
+// caps. Defaults are the reference's.
+struct BigQueryWriterOptions {
+  // Serialized-row bytes buffered per destination before an append is issued.
+  std::int64_t max_append_request_bytes = 512 * 1024;
+  // In-stream retries of a failed append (UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED, INTERNAL,
+  // RESOURCE_EXHAUSTED, UNKNOWN, a connection that ended before answering): the delay starts
+  // at `retry_initial_delay` and grows by `retry_delay_multiplier` up to `retry_max_delay`,
+  // for at most `retry_max_attempts` attempts in all, within `max_retry_duration`. What still
+  // fails fails the job (never a failure handler: an outage is not a bad row).
+  std::chrono::milliseconds retry_initial_delay{500};
+  double retry_delay_multiplier = 2.0;
+  std::chrono::milliseconds retry_max_delay{30000};
+  int retry_max_attempts = 5;
+  std::chrono::milliseconds max_retry_duration{std::chrono::minutes(5)};
+  // The connector's own schedule for table creation and re-appends after it
+  // (recoveryInitialBackoff 500 ms, recoveryMaxBackoff 10 s, recoveryMaxAttempts 10, ±25 %).
+  connector::RecoveryOptions recovery;
+  // Append requests in flight per destination connection (maxInflightRequests: 100, not the
+  // Java SDK's 1,000) and their bytes (maxInflightBytes: 100 MiB).
+  int max_inflight_requests = 100;
+  std::int64_t max_inflight_bytes = 100LL * 1024 * 1024;
+  // The shared writer caps: unacknowledged rows and bytes per subtask.
+  std::int64_t max_in_flight_rows = 1000;
+  std::int64_t max_in_flight_bytes = 64LL * 1024 * 1024;
+  std::chrono::milliseconds destination_idle_timeout{std::chrono::hours(1)};
+  bool per_destination_metrics = false;
+  std::chrono::milliseconds shutdown_timeout{std::chrono::seconds(30)};
+  std::chrono::milliseconds stall_warning_interval{std::chrono::seconds(60)};
+  int max_consecutive_rejections = 100;
+
+  // INVALID_ARGUMENT naming the option.
+  absl::Status validate() const;
+};
+
+}  // namespace gcpstream::bigquery
+
+#endif  // GCPSTREAM_BIGQUERY_SINK_BIGQUERY_WRITER_OPTIONS_H_

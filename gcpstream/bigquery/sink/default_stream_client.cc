@@ -1,0 +1,260 @@
+#include "gcpstream/bigquery/sink/default_stream_client.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "absl/strings/cord.h"
+
+namespace gcpstream::bigquery {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Failures an append may heal from by itself (the reference's transient class).
+bool Retriable(const AppendOutcome& o) {
+  if (!o.answered) return true;
+  switch (o.status.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kUnknown:
+      return o.response.row_errors_size() == 0;
+    default:
+      return false;
+  }
+}
+
+absl::Status Marked(absl::Status status, const char* payload) {
+  status.SetPayload(payload, absl::Cord("1"));
+  return status;
+}
+
+}  // namespace
+
+DefaultStreamClient::DefaultStreamClient(
+    std::shared_ptr<BigQueryWriteStub> stub, std::string table_name,
+    google::protobuf::DescriptorProto writer_descriptor, BigQueryWriterOptions options,
+    std::shared_ptr<connector::SinkOutcomeListener<BigQueryRow>> listener,
+    std::shared_ptr<util::TimerThread> timers, std::function<void()> on_retry)
+    : stub_(std::move(stub)),
+      options_(std::move(options)),
+      listener_(std::move(listener)),
+      timers_(std::move(timers)),
+      on_retry_(std::move(on_retry)) {
+  appender_options_.write_stream = table_name + "/streams/_default";
+  appender_options_.writer_descriptor = std::move(writer_descriptor);
+  appender_options_.max_in_flight_requests = options_.max_inflight_requests;
+  appender_options_.max_in_flight_bytes = options_.max_inflight_bytes;
+}
+
+DefaultStreamClient::~DefaultStreamClient() {
+  // The writer ran shutdown() already; if not, outcomes can no longer reach this object (its
+  // callbacks hold it weakly), so only the connections are closed, without waiting for them.
+  std::vector<std::shared_ptr<StreamAppender>> appenders;
+  {
+    std::lock_guard lock(mu_);
+    closing_ = true;
+    if (appender_) appenders.push_back(appender_);
+    for (auto& r : retired_) appenders.push_back(r);
+  }
+  for (auto& a : appenders) a->close(Clock::now());
+}
+
+std::shared_ptr<StreamAppender> DefaultStreamClient::appender() {
+  std::lock_guard lock(mu_);
+  if (!appender_) appender_ = std::make_shared<StreamAppender>(stub_, appender_options_);
+  return appender_;
+}
+
+void DefaultStreamClient::submit(BigQueryRow&& row, std::uint64_t token) {
+  if (!current_) current_ = std::make_shared<Batch>();
+  // A row that would push the request past the bound starts the next one.
+  const auto bytes = static_cast<std::int64_t>(row.bytes.size());
+  if (!current_->rows.empty() && current_->bytes + bytes > options_.max_append_request_bytes) {
+    flush();
+    current_ = std::make_shared<Batch>();
+  }
+  current_->bytes += bytes;
+  current_->rows.push_back(std::move(row));
+  current_->tokens.push_back(token);
+  if (current_->bytes >= options_.max_append_request_bytes) flush();
+}
+
+void DefaultStreamClient::submit_solo(BigQueryRow&& row, std::uint64_t token) {
+  flush();
+  auto solo = std::make_shared<Batch>();
+  solo->bytes = static_cast<std::int64_t>(row.bytes.size());
+  solo->rows.push_back(std::move(row));
+  solo->tokens.push_back(token);
+  {
+    std::lock_guard lock(mu_);
+    ++outstanding_;
+  }
+  solo->first_sent = Clock::now();
+  send(std::move(solo));
+}
+
+void DefaultStreamClient::flush() {
+  if (!current_ || current_->rows.empty()) return;
+  auto batch = std::move(current_);
+  current_.reset();
+  {
+    std::lock_guard lock(mu_);
+    ++outstanding_;
+  }
+  batch->first_sent = Clock::now();
+  send(std::move(batch));
+}
+
+void DefaultStreamClient::send(std::shared_ptr<Batch> batch) {
+  bool closing;
+  {
+    std::lock_guard lock(mu_);
+    closing = closing_;
+  }
+  if (closing) {
+    fail(batch, absl::CancelledError("the BigQuery writer is shutting down"));
+    return;
+  }
+  std::vector<std::string> rows;
+  rows.reserve(batch->rows.size());
+  for (const auto& r : batch->rows) rows.push_back(r.bytes);
+  ++batch->attempt;
+  std::weak_ptr<DefaultStreamClient> self = weak_from_this();
+  auto a = appender();
+  absl::Status sent = a->append(
+      std::move(rows), std::nullopt,
+      [self, batch](AppendOutcome o) {
+        if (auto client = self.lock()) client->on_outcome(batch, std::move(o));
+      },
+      Clock::now() + options_.max_retry_duration);
+  if (!sent.ok()) fail(batch, sent);
+}
+
+void DefaultStreamClient::on_outcome(std::shared_ptr<Batch> batch, AppendOutcome o) {
+  if (o.status.ok()) {
+    std::vector<connector::SinkOutcome<BigQueryRow>> out;
+    out.reserve(batch->tokens.size());
+    for (auto token : batch->tokens) out.push_back({token, absl::OkStatus(), std::nullopt});
+    listener_->on_outcomes(std::move(out), nullptr);
+    finished();
+    return;
+  }
+  if (o.answered && o.response.row_errors_size() > 0) {
+    std::vector<absl::Status> statuses(batch->rows.size());
+    for (const auto& e : o.response.row_errors()) {
+      if (e.index() >= 0 && static_cast<std::size_t>(e.index()) < statuses.size()) {
+        statuses[static_cast<std::size_t>(e.index())] =
+            Marked(absl::InvalidArgumentError(e.message()), kRowErrorPayload);
+      }
+    }
+    std::vector<connector::SinkOutcome<BigQueryRow>> out;
+    for (std::size_t i = 0; i < batch->rows.size(); ++i) {
+      absl::Status s = statuses[i].ok()
+                           ? Marked(absl::AbortedError("refused with its AppendRows request, "
+                                                       "which another row failed"),
+                                    kRefusedWithItsRequestPayload)
+                           : statuses[i];
+      out.push_back({batch->tokens[i], std::move(s), std::move(batch->rows[i])});
+    }
+    listener_->on_outcomes(std::move(out), nullptr);
+    finished();
+    return;
+  }
+  bool closing;
+  {
+    std::lock_guard lock(mu_);
+    closing = closing_;
+  }
+  const auto elapsed = Clock::now() - batch->first_sent;
+  if (!closing && Retriable(o) && batch->attempt < options_.retry_max_attempts &&
+      elapsed < options_.max_retry_duration) {
+    const double factor = std::pow(options_.retry_delay_multiplier, batch->attempt - 1);
+    const auto delay = std::min<std::chrono::milliseconds>(
+        options_.retry_max_delay,
+        std::chrono::milliseconds(static_cast<std::int64_t>(
+            static_cast<double>(options_.retry_initial_delay.count()) * factor)));
+    {
+      std::lock_guard lock(mu_);
+      waiting_retry_.insert(batch);
+    }
+    if (on_retry_) on_retry_();
+    std::weak_ptr<DefaultStreamClient> self = weak_from_this();
+    timers_->schedule(Clock::now() + delay, [self, batch] {
+      auto client = self.lock();
+      if (!client) return;
+      {
+        std::lock_guard lock(client->mu_);
+        if (client->waiting_retry_.erase(batch) == 0) return;  // shutdown took it
+      }
+      client->send(batch);
+    });
+    return;
+  }
+  fail(batch, o.status);
+}
+
+void DefaultStreamClient::fail(std::shared_ptr<Batch> batch, const absl::Status& status) {
+  std::vector<connector::SinkOutcome<BigQueryRow>> out;
+  out.reserve(batch->rows.size());
+  for (std::size_t i = 0; i < batch->rows.size(); ++i) {
+    out.push_back({batch->tokens[i], status, std::move(batch->rows[i])});
+  }
+  listener_->on_outcomes(std::move(out), nullptr);
+  finished();
+}
+
+void DefaultStreamClient::finished() {
+  {
+    std::lock_guard lock(mu_);
+    --outstanding_;
+  }
+  cv_.notify_all();
+}
+
+void DefaultStreamClient::resume_parked() {
+  std::shared_ptr<StreamAppender> old;
+  {
+    std::lock_guard lock(mu_);
+    old = std::move(appender_);
+    appender_.reset();
+    if (old) retired_.push_back(old);
+  }
+}
+
+absl::Status DefaultStreamClient::shutdown() {
+  std::set<std::shared_ptr<Batch>> waiting;
+  std::vector<std::shared_ptr<StreamAppender>> appenders;
+  {
+    std::lock_guard lock(mu_);
+    if (closing_ && outstanding_ == 0 && !current_) return absl::OkStatus();
+    closing_ = true;
+    waiting.swap(waiting_retry_);
+    if (appender_) appenders.push_back(appender_);
+    for (auto& r : retired_) appenders.push_back(r);
+  }
+  const absl::Status cancelled = absl::CancelledError("the BigQuery writer is shutting down");
+  if (current_ && !current_->rows.empty()) {
+    {
+      std::lock_guard lock(mu_);
+      ++outstanding_;
+    }
+    fail(std::move(current_), cancelled);
+  }
+  current_.reset();
+  for (const auto& b : waiting) fail(b, cancelled);
+  for (auto& a : appenders) a->close(Clock::now() + options_.shutdown_timeout);
+  std::unique_lock lock(mu_);
+  if (!cv_.wait_until(lock, Clock::now() + options_.shutdown_timeout,
+                      [&] { return outstanding_ == 0; })) {
+    return absl::DeadlineExceededError(
+        fmt::format("{} append(s) to {} still unanswered after shutdown_timeout", outstanding_,
+                    appender_options_.write_stream));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gcpstream::bigquery
