@@ -160,6 +160,19 @@ std::string SinkLine(const PipelineSpec& spec) {
                   : std::string(", unnamed (a replay creates another task)"),
         c->emulator_endpoint ? ", emulator " + *c->emulator_endpoint : "");
   }
+  if (const auto* q = std::get_if<BigQuerySinkSpec>(&spec.sink)) {
+    std::string cols;
+    for (const auto& f : q->schema.fields) {
+      cols += fmt::format(" {} {} {}", f.name, bigquery::FieldTypeName(f.type),
+                          bigquery::FieldModeName(f.mode));
+    }
+    return fmt::format(
+        "bigquery {} (default stream, at least once), the record's fields as columns{} (other "
+        "fields not written), {}{}",
+        connector::BigQueryTableDestination::of(q->project, q->dataset, q->table).resource_name(),
+        cols, q->create_if_needed ? "table created if missing" : "table must exist",
+        q->emulator_endpoint ? ", emulator " + *q->emulator_endpoint : "");
+  }
   if (const auto* s = std::get_if<SpannerSinkSpec>(&spec.sink)) {
     const auto& m = *spec.transform.to_spanner;
     std::string cols;
@@ -244,6 +257,10 @@ std::vector<std::pair<std::string, LineageVertex>> PipelineLineage(const Pipelin
     sink.connector = "cloudtasks";
     sink.datasets.push_back(connector::CloudTasksDataset(
         connector::QueueDestination::of(c->project, c->location, c->queue)));
+  } else if (const auto* q = std::get_if<BigQuerySinkSpec>(&spec.sink)) {
+    sink.connector = "bigquery";
+    sink.datasets.push_back(connector::BigQueryDataset(
+        connector::BigQueryTableDestination::of(q->project, q->dataset, q->table)));
   } else if (const auto* s = std::get_if<SpannerSinkSpec>(&spec.sink)) {
     sink.connector = "spanner";
     sink.datasets.push_back(connector::SpannerDataset(

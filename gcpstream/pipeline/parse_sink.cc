@@ -354,10 +354,10 @@ SinkSpec ParseSink(YamlMap m) {
   if (!m.has("type") && m.present()) {
     m.context().fail(m.mark(), m.key_path("type"),
                      "required key is missing; allowed values: bigtable, pubsub, cloud_tasks, "
-                     "spanner");
+                     "spanner, bigquery");
   }
   const std::string type =
-      m.choice("type", "bigtable", {"bigtable", "pubsub", "cloud_tasks", "spanner"});
+      m.choice("type", "bigtable", {"bigtable", "pubsub", "cloud_tasks", "spanner", "bigquery"});
   SinkSpec spec;
   if (type == "pubsub") {
     spec = ParsePubSubSink(m);
@@ -365,6 +365,8 @@ SinkSpec ParseSink(YamlMap m) {
     spec = ParseCloudTasksSink(m);
   } else if (type == "spanner") {
     spec = ParseSpannerSink(m);
+  } else if (type == "bigquery") {
+    spec = ParseBigQuerySink(m);
   } else {
     spec = ParseBigtableSink(m);
   }

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "gcpstream/api/status_macros.h"
+#include "gcpstream/bigquery/sink/bigquery_sink.h"
 #include "gcpstream/bigtable/requests/single_row_sink.h"
 #include "gcpstream/bigtable/sink/bigtable_sink.h"
 #include "gcpstream/bigtable/staged/bigtable_staged_sink.h"
@@ -266,6 +267,38 @@ absl::Status AttachSpanner(const PipelineSpec& spec, const SpannerSinkSpec& sink
   return BuildAndAttach(builder, stream);
 }
 
+absl::Status AttachBigQuery(const BigQuerySinkSpec& sink,
+                            std::shared_ptr<connector::FailureHandler> handler,
+                            DataStream<PipelineRecord> stream) {
+  std::vector<std::string> columns;
+  for (const auto& f : sink.schema.fields) columns.push_back(f.name);
+  // The row is the record's fields the schema names; the others are not written.
+  GCP_ASSIGN_OR_RETURN(
+      auto serializer,
+      bigquery::BigQuerySerializationSchema<PipelineRecord>::json(
+          sink.schema,
+          [columns](const PipelineRecord& r) -> absl::StatusOr<std::optional<nlohmann::json>> {
+            nlohmann::json row = nlohmann::json::object();
+            for (const auto& c : columns) {
+              auto it = r.fields.find(c);
+              if (it != r.fields.end()) row[c] = *it;
+            }
+            return std::optional<nlohmann::json>(std::move(row));
+          }));
+  auto builder = bigquery::BigQuerySink<PipelineRecord>::builder();
+  builder
+      .destination(connector::BigQueryTableDestination::of(sink.project, sink.dataset, sink.table))
+      .serializer(std::move(serializer))
+      .create_disposition(sink.create_if_needed ? bigquery::CreateDisposition::kCreateIfNeeded
+                                                : bigquery::CreateDisposition::kCreateNever)
+      .table_create_options(sink.table_create_options)
+      .writer_options(sink.writer_options)
+      .failure_handler(std::move(handler));
+  if (sink.emulator_rest_endpoint) builder.emulator_rest_endpoint(*sink.emulator_rest_endpoint);
+  ApplyConnection(builder, sink);
+  return BuildAndAttach(builder, stream);
+}
+
 }  // namespace
 
 runtime::ExecutionConfig MakeExecutionConfig(const PipelineSpec& spec,
@@ -319,6 +352,8 @@ absl::Status AttachSink(const PipelineSpec& spec, DataStream<PipelineRecord> str
     status = AttachCloudTasks(spec, *ct, std::move(handler), stream);
   } else if (const auto* sp = std::get_if<SpannerSinkSpec>(&spec.sink)) {
     status = AttachSpanner(spec, *sp, std::move(handler), stream);
+  } else if (const auto* bq = std::get_if<BigQuerySinkSpec>(&spec.sink)) {
+    status = AttachBigQuery(*bq, std::move(handler), stream);
   } else {
     status = AttachPubSub(spec, std::get<PubSubSinkSpec>(spec.sink), std::move(handler), stream);
   }

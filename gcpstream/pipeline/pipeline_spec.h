@@ -10,6 +10,8 @@
 #include <variant>
 #include <vector>
 
+#include "gcpstream/bigquery/schema/table_schema.h"
+#include "gcpstream/bigquery/sink/bigquery_writer_options.h"
 #include "gcpstream/bigtable/admin/table_create_options.h"
 #include "gcpstream/bigtable/changestream/change_stream_options.h"
 #include "gcpstream/bigtable/sink/bigtable_writer_options.h"
@@ -276,8 +278,24 @@ struct SpannerSinkSpec {
   spanner::SpannerWriterOptions writer_options;
 };
 
-using SinkSpec =
-    std::variant<BigtableSinkSpec, PubSubSinkSpec, CloudTasksSinkSpec, SpannerSinkSpec>;
+// A BigQuery table written through the Storage Write API's default stream (at least once).
+// Each record's fields are its row: the columns of `schema` are taken from them (a field the
+// schema lacks is not written), strictly typed (bigquery/schema/json_row_encoder.h).
+struct BigQuerySinkSpec {
+  std::string project;
+  std::string dataset;
+  std::string table;
+  bigquery::TableSchema schema;
+  bool create_if_needed = true;  // create_disposition
+  bigquery::TableCreateOptions table_create_options;
+  std::optional<std::string> emulator_endpoint;
+  std::optional<std::string> emulator_rest_endpoint;
+  std::optional<std::string> service_account_key_file;
+  bigquery::BigQueryWriterOptions writer_options;
+};
+
+using SinkSpec = std::variant<BigtableSinkSpec, PubSubSinkSpec, CloudTasksSinkSpec, SpannerSinkSpec,
+                              BigQuerySinkSpec>;
 
 struct CheckpointingSpec {
   std::chrono::milliseconds interval{0};  // 0: off

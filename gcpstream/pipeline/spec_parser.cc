@@ -191,8 +191,11 @@ absl::StatusOr<PipelineSpec> ParsePipelineSpec(const std::string& text,
     const char* sink = std::holds_alternative<BigtableSinkSpec>(spec.sink)     ? "bigtable"
                        : std::holds_alternative<PubSubSinkSpec>(spec.sink)     ? "pubsub"
                        : std::holds_alternative<CloudTasksSinkSpec>(spec.sink) ? "cloud_tasks"
+                       : std::holds_alternative<BigQuerySinkSpec>(spec.sink)   ? "bigquery"
                                                                                : "spanner";
-    const std::string own = std::string("to_") + sink;
+    // A BigQuery sink reads no mapping: each record's fields are its row.
+    const bool bigquery = std::holds_alternative<BigQuerySinkSpec>(spec.sink);
+    const std::string own = bigquery ? std::string() : std::string("to_") + sink;
     const std::vector<std::pair<std::string, bool>> mappings = {
         {"to_bigtable", spec.transform.to_bigtable.has_value()},
         {"to_pubsub", spec.transform.to_pubsub.has_value()},
@@ -201,8 +204,12 @@ absl::StatusOr<PipelineSpec> ParsePipelineSpec(const std::string& text,
     for (const auto& [name, present] : mappings) {
       if (present && name != own) {
         ctx.fail(std::as_const(root)["transform"].Mark(), "transform." + name,
-                 fmt::format("only a {} sink reads it; this pipeline's sink is {} (use {})",
-                             name.substr(3), sink, own));
+                 bigquery ? fmt::format("only a {} sink reads it; a bigquery sink writes each "
+                                        "record's fields as its row (no mapping)",
+                                        name.substr(3))
+                          : fmt::format("only a {} sink reads it; this pipeline's sink is {} "
+                                        "(use {})",
+                                        name.substr(3), sink, own));
       }
     }
     if (std::holds_alternative<BigtableSinkSpec>(spec.sink) && !spec.transform.to_bigtable) {

@@ -18,6 +18,8 @@ BigtableSourceSpec ParseBigtableSource(YamlMap& section);
 connector::DatabaseDestination ParseSpannerDatabase(YamlMap& section);
 TransformSpec ParseTransform(YamlMap section);
 SinkSpec ParseSink(YamlMap section);
+// The keys of a `type: bigquery` sink (parse_bigquery_sink.cc).
+BigQuerySinkSpec ParseBigQuerySink(YamlMap& section);
 FailureHandlerSpec ParseFailureHandler(YamlContext& ctx, const YAML::Node& node);
 
 // Ranges shared by many options. The spec's limits where it gives one (the option's own

@@ -1,0 +1,105 @@
+// The bigquery sink of a pipeline file: what it accepts, the errors naming file, line and key,
+// and what describe says.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "gcpstream/pipeline/describe.h"
+#include "gcpstream/pipeline/spec_parser.h"
+
+namespace gcpstream::pipeline {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string File(const std::string& sink_extra, const std::string& transform = "") {
+  return R"(name: t
+source:
+  type: file
+  path: /tmp/in.json
+)" + transform +
+         R"(sink:
+  type: bigquery
+  project: p
+  dataset: flights
+  table: delays
+)" + sink_extra;
+}
+
+constexpr char kSchema[] = R"(  schema:
+    - {name: origin, type: STRING, mode: REQUIRED}
+    - {name: delay, type: INTEGER}
+    - name: route
+      type: RECORD
+      fields:
+        - {name: to, type: STRING}
+)";
+
+absl::StatusOr<PipelineSpec> Parse(const std::string& text) {
+  return ParsePipelineSpec(text, "p.yaml",
+                           [](const std::string&) -> std::optional<std::string> { return ""; });
+}
+
+TEST(BigQuerySpec, ParsesTheTableSchemaAndOptions) {
+  auto spec = Parse(File(std::string(kSchema) + R"(  create_disposition: CREATE_NEVER
+  table_create_options:
+    time_partitioning: {type: DAY}
+    clustering_fields: [origin]
+  writer_options:
+    max_append_request_bytes: 4096
+    retry_max_attempts: 3
+)"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const auto& sink = std::get<BigQuerySinkSpec>(spec->sink);
+  EXPECT_EQ(sink.table, "delays");
+  ASSERT_EQ(sink.schema.fields.size(), 3u);
+  EXPECT_EQ(sink.schema.fields[0].mode, bigquery::FieldMode::kRequired);
+  EXPECT_EQ(sink.schema.fields[1].type, bigquery::FieldType::kInt64);
+  EXPECT_EQ(sink.schema.fields[2].fields[0].name, "to");
+  EXPECT_FALSE(sink.create_if_needed);
+  EXPECT_EQ(sink.table_create_options.time_partitioning["type"], "DAY");
+  EXPECT_EQ(sink.writer_options.max_append_request_bytes, 4096);
+  EXPECT_EQ(sink.writer_options.retry_max_attempts, 3);
+}
+
+TEST(BigQuerySpec, MistakesAreRefusedNamingTheKey) {
+  auto missing = Parse(File(""));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(), HasSubstr("sink.schema"));
+  auto bad_type = Parse(File("  schema:\n    - {name: a, type: TEXT}\n"));
+  ASSERT_FALSE(bad_type.ok());
+  EXPECT_THAT(bad_type.status().message(), HasSubstr("type"));
+  auto twice =
+      Parse(File("  schema:\n    - {name: a, type: STRING}\n    - {name: A, type: INT64}\n"));
+  ASSERT_FALSE(twice.ok());
+  EXPECT_THAT(twice.status().message(), HasSubstr("twice"));
+  auto clusters = Parse(File(std::string(kSchema) +
+                             "  table_create_options:\n    clustering_fields: [a, b, c, d, e]\n"));
+  ASSERT_FALSE(clusters.ok());
+  EXPECT_THAT(clusters.status().message(), HasSubstr("at most 4"));
+  auto dataset = Parse(R"(name: t
+source: {type: file, path: /tmp/in.json}
+sink:
+  type: bigquery
+  project: p
+  dataset: "bad-dataset"
+  table: t
+)" + std::string(kSchema));
+  ASSERT_FALSE(dataset.ok());
+  EXPECT_THAT(dataset.status().message(), HasSubstr("sink.dataset"));
+  auto mapping = Parse(File(kSchema, "transform:\n  to_pubsub: {}\n"));
+  ASSERT_FALSE(mapping.ok());
+  EXPECT_THAT(mapping.status().message(), HasSubstr("no mapping"));
+}
+
+TEST(BigQuerySpec, DescribeNamesTheTableAndItsColumns) {
+  auto spec = Parse(File(kSchema));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto text = DescribePipeline(*spec);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, HasSubstr("bigquery projects/p/datasets/flights/tables/delays"));
+  EXPECT_THAT(*text, HasSubstr("origin STRING REQUIRED"));
+  EXPECT_THAT(*text, HasSubstr("table created if missing"));
+}
+
+}  // namespace
+}  // namespace gcpstream::pipeline
