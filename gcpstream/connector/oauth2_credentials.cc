@@ -97,11 +97,17 @@ class CachingSource : public AccessTokenSource {
                                   const std::string& who) {
     auto split = SplitUrl(url);
     if (!split.ok()) return split.status();
-    httplib::Client client(split->first);
+    std::unique_ptr<httplib::Client> client;
+    try {  // httplib throws for a scheme it cannot use (a key file's token_uri is input)
+      client = std::make_unique<httplib::Client>(split->first);
+    } catch (const std::exception&) {
+      return absl::FailedPreconditionError(
+          fmt::format("{}: the token endpoint is not an http(s) URL", who));
+    }
     const auto secs = std::chrono::duration_cast<std::chrono::seconds>(options_.timeout);
-    client.set_connection_timeout(secs);
-    client.set_read_timeout(secs);
-    return ParseTokenResponse(client.Post(split->second, form), who, options_);
+    client->set_connection_timeout(secs);
+    client->set_read_timeout(secs);
+    return ParseTokenResponse(client->Post(split->second, form), who, options_);
   }
   OAuth2Options options_;
 
@@ -198,7 +204,13 @@ class MetadataSource final : public CachingSource {
 
  private:
   absl::StatusOr<Token> fetch() override {
-    httplib::Client client(options_.metadata_server);
+    std::unique_ptr<httplib::Client> owned;
+    try {  // $GCE_METADATA_HOST is input: httplib throws for what it cannot use
+      owned = std::make_unique<httplib::Client>(options_.metadata_server);
+    } catch (const std::exception&) {
+      return absl::FailedPreconditionError("the metadata server address is not usable");
+    }
+    httplib::Client& client = *owned;
     const auto secs = std::chrono::duration_cast<std::chrono::seconds>(options_.timeout);
     client.set_connection_timeout(secs);
     client.set_read_timeout(secs);

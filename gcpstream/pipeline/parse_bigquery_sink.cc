@@ -96,15 +96,17 @@ BigQuerySinkSpec ParseBigQuerySink(YamlMap& m) {
       t.node("time_partitioning");
     }
     o.clustering_fields = t.string_list("clustering_fields");
-    if (o.clustering_fields.size() > 4) {
-      t.check("clustering_fields",
-              absl::InvalidArgumentError("BigQuery clusters by at most 4 columns"));
-    }
     o.description = t.string("description", "");
     t.finish();
   }
+  if (!spec.schema.fields.empty()) {
+    m.check("table_create_options", spec.table_create_options.validate(spec.schema));
+  }
   spec.emulator_endpoint = m.optional_string("emulator_endpoint");
   spec.emulator_rest_endpoint = m.optional_string("emulator_rest_endpoint");
+  if (spec.emulator_rest_endpoint) {
+    m.check("emulator_rest_endpoint", bigquery::ValidateRestEndpoint(*spec.emulator_rest_endpoint));
+  }
   spec.service_account_key_file = m.optional_string("service_account_key_file");
   YamlMap w = m.map("writer_options");
   auto& o = spec.writer_options;
@@ -119,6 +121,7 @@ BigQuerySinkSpec ParseBigQuerySink(YamlMap& m) {
   o.retry_max_attempts =
       static_cast<int>(w.integer("retry_max_attempts", o.retry_max_attempts, IntRange{1, 1000}));
   o.max_retry_duration = w.duration("max_retry_duration", o.max_retry_duration, kTimeout);
+  o.append_answer_timeout = w.duration("append_answer_timeout", o.append_answer_timeout, kTimeout);
   o.recovery.initial_backoff =
       w.duration("recovery_initial_backoff", o.recovery.initial_backoff, kShortDelay);
   o.recovery.max_backoff = w.duration("recovery_max_backoff", o.recovery.max_backoff, kShortDelay);

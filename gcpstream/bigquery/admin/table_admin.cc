@@ -60,7 +60,16 @@ absl::StatusOr<nlohmann::json> TableAdmin::call(const std::string& method, const
   if (!token.ok()) return token.status();
   if (!token->empty()) headers.emplace("Authorization", "Bearer " + *token);
   if (!etag.empty()) headers.emplace("If-Match", etag);
-  httplib::Client client(endpoint_);
+  // httplib refuses a URL it cannot use by throwing; the endpoint is validated by the builders,
+  // this keeps a caller that skipped that from aborting the process.
+  std::unique_ptr<httplib::Client> owned;
+  try {
+    owned = std::make_unique<httplib::Client>(endpoint_);
+  } catch (const std::exception&) {
+    return absl::InvalidArgumentError(
+        fmt::format("BigQuery REST endpoint \"{}\" is not an http(s) URL", endpoint_));
+  }
+  httplib::Client& client = *owned;
   const auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout_);
   client.set_connection_timeout(secs);
   client.set_read_timeout(secs);

@@ -74,7 +74,7 @@ absl::Status StreamAppender::append(std::vector<std::string> rows,
       *data->mutable_writer_schema()->mutable_proto_descriptor() = options_.writer_descriptor;
       bytes = static_cast<std::int64_t>(request.ByteSizeLong());
     }
-    c->pending.push_back(Pending{bytes, std::move(done)});
+    c->pending.push_back(Pending{bytes, std::move(done), Clock::now()});
     ++in_flight_;
     in_flight_bytes_ += bytes;
   }
@@ -176,6 +176,22 @@ void StreamAppender::close(Clock::time_point deadline) {
   for (auto& c : all) {
     if (c->reader.joinable()) c->reader.join();
   }
+}
+
+bool StreamAppender::cancel_if_unanswered_for(std::chrono::milliseconds limit) {
+  std::shared_ptr<Connection> stalled;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& c : connections_) {
+      if (!c->broken && !c->pending.empty() && Clock::now() - c->pending.front().sent > limit) {
+        stalled = c;
+        break;
+      }
+    }
+  }
+  if (!stalled) return false;
+  stalled->rpc->cancel();  // the reader fails its unanswered appends
+  return true;
 }
 
 int StreamAppender::in_flight_requests() const {

@@ -81,6 +81,11 @@ class StreamAppender {
   // with answered = false. Idempotent.
   void close(Clock::time_point deadline);
 
+  // The watchdog: when the oldest unanswered append was sent more than `limit` ago, cancels
+  // the connection, so every unanswered append fails (answered = false) and the next append
+  // reconnects. True if it cancelled. Call it periodically from any thread (not a callback).
+  bool cancel_if_unanswered_for(std::chrono::milliseconds limit);
+
   int in_flight_requests() const;
   std::int64_t in_flight_bytes() const;
   std::int64_t connections_opened() const;
@@ -90,6 +95,7 @@ class StreamAppender {
   struct Pending {
     std::int64_t bytes = 0;
     Done done;
+    Clock::time_point sent;
   };
   struct Connection {
     std::unique_ptr<AppendRowsConnection> rpc;

@@ -16,6 +16,7 @@ namespace storage = google::cloud::bigquery::storage::v1;
 // "Specifying a schema": column names up to 300 characters; RECORDs nest up to 15 levels.
 constexpr std::size_t kMaxColumnNameChars = 300;
 constexpr int kMaxRecordDepth = 15;
+constexpr std::size_t kMaxColumns = 10000;
 
 struct TypeName {
   std::string_view name;
@@ -275,7 +276,23 @@ absl::StatusOr<FieldType> ParseFieldType(std::string_view name) {
   return absl::InvalidArgumentError(fmt::format("unknown BigQuery type \"{}\"", name));
 }
 
+namespace {
+std::size_t CountColumns(const std::vector<TableFieldSchema>& fields) {
+  std::size_t n = fields.size();
+  for (const auto& f : fields) n += CountColumns(f.fields);
+  return n;
+}
+}  // namespace
+
 absl::Status ValidateTableSchema(const TableSchema& schema) {
+  // Quotas: a table schema has at most 10,000 columns, nested ones included.
+  if (const std::size_t n = CountColumns(schema.fields); n > kMaxColumns) {
+    return absl::InvalidArgumentError(
+        fmt::format("the schema has {} columns; BigQuery allows at most {}", n, kMaxColumns));
+  }
+  if (schema.fields.empty()) {
+    return absl::InvalidArgumentError("the schema has no columns");
+  }
   return ValidateLevel(schema.fields, 1, "");
 }
 

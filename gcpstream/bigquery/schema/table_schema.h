@@ -62,7 +62,8 @@ absl::StatusOr<FieldType> ParseFieldType(std::string_view name);
 // Checks the rules BigQuery applies to a schema ("Specifying a schema"): every column named,
 // names at most 300 characters and unique (case-insensitively) among their siblings, a RECORD
 // has at least one sub-column and nothing else does, RECORDs nest at most 15 levels, maxLength
-// only on STRING/BYTES. INVALID_ARGUMENT naming the column's dotted path.
+// only on STRING/BYTES, at least one and at most 10,000 columns in all (quotas page).
+// INVALID_ARGUMENT naming the column's dotted path.
 absl::Status ValidateTableSchema(const TableSchema& schema);
 
 // The REST shape: the array under `schema.fields` of a tables resource. Parsing accepts legacy

@@ -134,10 +134,8 @@ class BigQuerySink final : public Sink<T>, public LineageVertexProvider {
             "emulator_endpoint and emulator_rest_endpoint go together: the Storage Write API and "
             "the REST API of an emulator listen on different ports");
       }
-      if (create_options_.clustering_fields.size() > 4) {
-        return absl::InvalidArgumentError(
-            "table_create_options: BigQuery clusters by at most 4 columns");
-      }
+      GCP_RETURN_IF_ERROR(create_options_.validate(serializer_.schema()));
+      if (emulator_rest_) GCP_RETURN_IF_ERROR(ValidateRestEndpoint(*emulator_rest_));
       return std::shared_ptr<BigQuerySink>(new BigQuerySink(*this));
     }
 

@@ -6,6 +6,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/cord.h"
 #include "gcpstream/bigquery/sink/default_stream_client.h"
 #include "gcpstream/connector/await_on_mailbox.h"
 #include "gcpstream/connector/status_classifier.h"
@@ -57,9 +58,12 @@ class BigQuerySinkAdapter final
 
   absl::Status precheck(const BigQueryTableDestination& t, const BigQueryRow& row) override {
     if (row.bytes.size() > kMaxRowBytes) {
-      return absl::InvalidArgumentError(
+      // A failure of this row alone (never of the job): marked as a row error.
+      absl::Status refused = absl::InvalidArgumentError(
           fmt::format("a row of {} bytes for {} cannot fit an AppendRows request (10 MB)",
                       row.bytes.size(), t.resource_name()));
+      refused.SetPayload(kRowErrorPayload, absl::Cord("1"));
+      return refused;
     }
     return absl::OkStatus();
   }

@@ -1,6 +1,11 @@
 #include "gcpstream/bigquery/sink/bigquery_writer_options.h"
 
 #include <fmt/format.h>
+#include <re2/re2.h>
+
+#include <set>
+
+#include "absl/strings/ascii.h"
 
 namespace gcpstream::bigquery {
 namespace {
@@ -24,6 +29,9 @@ absl::Status BigQueryWriterOptions::validate() const {
       max_retry_duration.count() < 0) {
     return Invalid("retry_*", "delays must not be negative");
   }
+  if (append_answer_timeout.count() <= 0) {
+    return Invalid("append_answer_timeout", "must be positive");
+  }
   if (retry_delay_multiplier < 1.0) return Invalid("retry_delay_multiplier", "must be >= 1");
   if (retry_max_attempts < 1) return Invalid("retry_max_attempts", "must be >= 1");
   if (absl::Status s = recovery.validate(); !s.ok()) return s;
@@ -37,6 +45,61 @@ absl::Status BigQueryWriterOptions::validate() const {
   if (shutdown_timeout.count() <= 0) return Invalid("shutdown_timeout", "must be positive");
   if (max_consecutive_rejections < -1) {
     return Invalid("max_consecutive_rejections", "must be >= 0, or -1 to disable");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TableCreateOptions::validate(const TableSchema& schema) const {
+  auto column = [&](const std::string& name) -> const TableFieldSchema* {
+    for (const auto& f : schema.fields) {
+      if (absl::AsciiStrToLower(f.name) == absl::AsciiStrToLower(name)) return &f;
+    }
+    return nullptr;
+  };
+  if (clustering_fields.size() > 4) {
+    return Invalid("table_create_options.clustering_fields", "BigQuery clusters by at most 4");
+  }
+  std::set<std::string> seen;
+  for (const auto& c : clustering_fields) {
+    const TableFieldSchema* f = column(c);
+    if (f == nullptr || f->type == FieldType::kRecord || f->mode == FieldMode::kRepeated) {
+      return Invalid(
+          "table_create_options.clustering_fields",
+          fmt::format("\"{}\" is not a top-level, non-repeated column of the schema", c));
+    }
+    if (!seen.insert(absl::AsciiStrToLower(c)).second) {
+      return Invalid("table_create_options.clustering_fields",
+                     fmt::format("\"{}\" appears twice", c));
+    }
+  }
+  if (!time_partitioning.is_null()) {
+    if (!time_partitioning.is_object()) {
+      return Invalid("table_create_options.time_partitioning", "expected an object");
+    }
+    const auto type = time_partitioning.value("type", std::string("DAY"));
+    if (type != "DAY" && type != "HOUR" && type != "MONTH" && type != "YEAR") {
+      return Invalid("table_create_options.time_partitioning.type",
+                     "must be DAY, HOUR, MONTH or YEAR");
+    }
+    if (time_partitioning.contains("field")) {
+      const auto& name = time_partitioning["field"];
+      const TableFieldSchema* f = name.is_string() ? column(name.get<std::string>()) : nullptr;
+      if (f == nullptr || f->mode == FieldMode::kRepeated ||
+          (f->type != FieldType::kDate && f->type != FieldType::kTimestamp &&
+           f->type != FieldType::kDatetime)) {
+        return Invalid("table_create_options.time_partitioning.field",
+                       "must name a top-level DATE, TIMESTAMP or DATETIME column of the schema");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRestEndpoint(const std::string& url) {
+  static const RE2 kUrl(R"((http://[^/\s:@]+:\d{1,5}|https://[^/\s:@]+(:\d{1,5})?))");
+  if (!RE2::FullMatch(url, kUrl)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "BigQuery REST endpoint \"{}\" is not http://host:port (or https://host[:port])", url));
   }
   return absl::OkStatus();
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "gcpstream/bigquery/schema/table_schema.h"
 #include "gcpstream/connector/recovery_backoff.h"
 
 namespace gcpstream::bigquery {
@@ -24,7 +25,15 @@ struct TableCreateOptions {
   nlohmann::json time_partitioning;            // {"type": "DAY", "field": "..."}; null: none
   std::vector<std::string> clustering_fields;  // at most 4 top-level columns
   std::string description;
+
+  // INVALID_ARGUMENT unless every clustering column (at most 4, no repeats) and the
+  // partitioning column are top-level columns of `schema`, the latter DATE, TIMESTAMP or
+  // DATETIME, and the partitioning type is DAY, HOUR, MONTH or YEAR.
+  absl::Status validate(const TableSchema& schema) const;
 };
+
+// INVALID_ARGUMENT unless `url` is "http://host:port" or "https://host[:port]" (no path).
+absl::Status ValidateRestEndpoint(const std::string& url);
 
 // Tuning of the STORAGE_API_AT_LEAST_ONCE writer (DefaultStreamOptions) and the shared writer
 // caps. Defaults are the reference's.
@@ -41,6 +50,9 @@ struct BigQueryWriterOptions {
   std::chrono::milliseconds retry_max_delay{30000};
   int retry_max_attempts = 5;
   std::chrono::milliseconds max_retry_duration{std::chrono::minutes(5)};
+  // An append unanswered this long ends its connection (then it is retried like an outage):
+  // the watchdog the Java client library keeps (5 minutes).
+  std::chrono::milliseconds append_answer_timeout{std::chrono::minutes(5)};
   // The connector's own schedule for table creation and re-appends after it
   // (recoveryInitialBackoff 500 ms, recoveryMaxBackoff 10 s, recoveryMaxAttempts 10, ±25 %).
   connector::RecoveryOptions recovery;

@@ -1,6 +1,7 @@
 #include "gcpstream/bigquery/sink/default_stream_client.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cmath>
 
@@ -109,7 +110,7 @@ void DefaultStreamClient::flush() {
   send(std::move(batch));
 }
 
-void DefaultStreamClient::send(std::shared_ptr<Batch> batch) {
+void DefaultStreamClient::send(std::shared_ptr<Batch> batch, bool may_wait) {
   bool closing;
   {
     std::lock_guard lock(mu_);
@@ -122,16 +123,59 @@ void DefaultStreamClient::send(std::shared_ptr<Batch> batch) {
   std::vector<std::string> rows;
   rows.reserve(batch->rows.size());
   for (const auto& r : batch->rows) rows.push_back(r.bytes);
-  ++batch->attempt;
   std::weak_ptr<DefaultStreamClient> self = weak_from_this();
   auto a = appender();
+  // The writer's thread never waits for the appender's window (it could not be cancelled while
+  // blocked): a full window hands the send to the timer thread, which may wait.
+  const auto deadline = may_wait ? Clock::now() + options_.max_retry_duration : Clock::now();
   absl::Status sent = a->append(
       std::move(rows), std::nullopt,
       [self, batch](AppendOutcome o) {
         if (auto client = self.lock()) client->on_outcome(batch, std::move(o));
       },
-      Clock::now() + options_.max_retry_duration);
-  if (!sent.ok()) fail(batch, sent);
+      deadline);
+  if (sent.ok()) {
+    ++batch->attempt;
+    arm_watchdog();
+    return;
+  }
+  if (sent.code() == absl::StatusCode::kDeadlineExceeded && !may_wait) {
+    timers_->schedule(Clock::now(), [self, batch] {
+      if (auto client = self.lock()) client->send(batch, /*may_wait=*/true);
+    });
+    return;
+  }
+  fail(batch, sent);
+}
+
+void DefaultStreamClient::arm_watchdog() {
+  {
+    std::lock_guard lock(mu_);
+    if (watchdog_armed_ || closing_) return;
+    watchdog_armed_ = true;
+  }
+  // Checks every tenth of the timeout while appends are outstanding.
+  const auto period = std::max<std::chrono::milliseconds>(std::chrono::milliseconds(10),
+                                                          options_.append_answer_timeout / 10);
+  std::weak_ptr<DefaultStreamClient> self = weak_from_this();
+  timers_->schedule(Clock::now() + period, [self] {
+    auto client = self.lock();
+    if (!client) return;
+    std::shared_ptr<StreamAppender> a;
+    bool again;
+    {
+      std::lock_guard lock(client->mu_);
+      client->watchdog_armed_ = false;
+      a = client->appender_;
+      again = client->outstanding_ > 0 && !client->closing_;
+    }
+    if (a && a->cancel_if_unanswered_for(client->options_.append_answer_timeout)) {
+      spdlog::warn("BigQuery sink: an append to {} went unanswered for {} ms; reconnecting",
+                   client->appender_options_.write_stream,
+                   client->options_.append_answer_timeout.count());
+    }
+    if (again) client->arm_watchdog();
+  });
 }
 
 void DefaultStreamClient::on_outcome(std::shared_ptr<Batch> batch, AppendOutcome o) {
@@ -190,7 +234,7 @@ void DefaultStreamClient::on_outcome(std::shared_ptr<Batch> batch, AppendOutcome
         std::lock_guard lock(client->mu_);
         if (client->waiting_retry_.erase(batch) == 0) return;  // shutdown took it
       }
-      client->send(batch);
+      client->send(batch, /*may_wait=*/true);
     });
     return;
   }

@@ -33,9 +33,11 @@ inline constexpr char kRefusedWithItsRequestPayload[] = "gcpstream.bigquery/refu
 // rows (row_errors) reports those rows as record-level failures and the others as refused with
 // their request, for the writer to resend.
 //
-// submit / submit_solo / flush run on the writer's thread; appends may wait for the appender's
-// window (back-pressure). Outcomes go to the listener from the appender's reader thread or the
-// retry timer.
+// submit / submit_solo / flush run on the writer's thread and never block: when the
+// connection's window (max_inflight_requests, max_inflight_bytes) is full, the send moves to the
+// retry timer's thread, which waits for room. The writer core's own caps (max_in_flight_rows,
+// max_in_flight_bytes) are the back-pressure on the job. Outcomes go to the listener from the
+// appender's reader thread or the timer's.
 class DefaultStreamClient final : public connector::DestinationClient<BigQueryRow>,
                                   public std::enable_shared_from_this<DefaultStreamClient> {
  public:
@@ -63,10 +65,13 @@ class DefaultStreamClient final : public connector::DestinationClient<BigQueryRo
     std::chrono::steady_clock::time_point first_sent;
   };
 
-  void send(std::shared_ptr<Batch> batch);
+  // Appends `batch`; only with `may_wait` (off the writer's thread) may it wait for the window.
+  void send(std::shared_ptr<Batch> batch, bool may_wait = false);
   void on_outcome(std::shared_ptr<Batch> batch, AppendOutcome outcome);
   void fail(std::shared_ptr<Batch> batch, const absl::Status& status);
   void finished();  // one batch reported; wakes shutdown()
+  // Schedules the unanswered-append watchdog (append_answer_timeout) unless it is scheduled.
+  void arm_watchdog();
   std::shared_ptr<StreamAppender> appender();
 
   std::shared_ptr<BigQueryWriteStub> stub_;
@@ -85,6 +90,7 @@ class DefaultStreamClient final : public connector::DestinationClient<BigQueryRo
   std::int64_t outstanding_ = 0;  // batches sent or waiting for a retry, not yet reported
   std::set<std::shared_ptr<Batch>> waiting_retry_;
   bool closing_ = false;
+  bool watchdog_armed_ = false;
 };
 
 }  // namespace gcpstream::bigquery

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "absl/strings/numbers.h"
 #include "gcpstream/util/json.h"
 
@@ -14,7 +16,9 @@ constexpr std::int64_t kDefaultPageRows = 100000;
 
 void Reply(httplib::Response& res, int http, const nlohmann::json& body) {
   res.status = http;
-  res.set_content(body.dump(), "application/json; charset=UTF-8");
+  // Names from the request may hold bytes that are not UTF-8: replaced, never thrown on.
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                  "application/json; charset=UTF-8");
 }
 
 void ReplyError(httplib::Response& res, const absl::Status& status) {
@@ -94,7 +98,12 @@ auto Handle(std::shared_ptr<FakeStore> store, F f) {
   return [store = std::move(store), f](const httplib::Request& req, httplib::Response& res) {
     auto body = Body(req);
     if (!body.ok()) return ReplyError(res, body.status());
-    absl::StatusOr<nlohmann::json> out = f(*store, req, *body);
+    absl::StatusOr<nlohmann::json> out;
+    try {  // a field of the wrong JSON type in a request is the caller's mistake: 400
+      out = f(*store, req, *body);
+    } catch (const nlohmann::json::exception& e) {
+      out = absl::InvalidArgumentError(std::string("malformed request: ") + e.what());
+    }
     if (!out.ok()) return ReplyError(res, out.status());
     Reply(res, 200, *out);
   };
@@ -139,38 +148,40 @@ void RegisterRestRoutes(httplib::Server& server, std::shared_ptr<FakeStore> stor
   };
   server.Patch(t, Handle(store, update(false)));
   server.Put(t, Handle(store, update(true)));
-  server.Get(t + "/data",
-             Handle(store,
-                    [](FakeStore& s, const httplib::Request& req,
-                       const nlohmann::json&) -> absl::StatusOr<nlohmann::json> {
-                      auto table = s.get_table(req.matches[1], req.matches[2], req.matches[3]);
-                      if (!table.ok()) return table.status();
-                      auto schema = ParseSchema((*table)["schema"]["fields"]);
-                      if (!schema.ok()) return schema.status();
-                      auto rows = s.rows(fmt::format("projects/{}/datasets/{}/tables/{}",
-                                                     req.matches[1].str(), req.matches[2].str(),
-                                                     req.matches[3].str()));
-                      if (!rows.ok()) return rows.status();
-                      const std::int64_t max = Param(req, "maxResults", kDefaultPageRows);
-                      std::int64_t start = Param(req, "startIndex", 0);
-                      if (req.has_param("pageToken")) start = Param(req, "pageToken", 0);
-                      if (max <= 0 || start < 0) {
-                        return absl::InvalidArgumentError(
-                            "maxResults, startIndex and pageToken must "
-                            "be non-negative integers");
-                      }
-                      nlohmann::json out = {{"kind", "bigquery#tableDataList"},
-                                            {"totalRows", std::to_string(rows->size())},
-                                            {"rows", nlohmann::json::array()}};
-                      const auto total = static_cast<std::int64_t>(rows->size());
-                      const std::int64_t end = std::min(total, start + max);
-                      for (std::int64_t i = start; i < end; ++i) {
-                        out["rows"].push_back(
-                            ToTableDataRow((*rows)[static_cast<std::size_t>(i)], *schema));
-                      }
-                      if (end < total) out["pageToken"] = std::to_string(end);
-                      return out;
-                    }));
+  server.Get(
+      t + "/data",
+      Handle(store,
+             [](FakeStore& s, const httplib::Request& req,
+                const nlohmann::json&) -> absl::StatusOr<nlohmann::json> {
+               auto table = s.get_table(req.matches[1], req.matches[2], req.matches[3]);
+               if (!table.ok()) return table.status();
+               auto schema = ParseSchema((*table)["schema"]["fields"]);
+               if (!schema.ok()) return schema.status();
+               auto rows =
+                   s.rows(fmt::format("projects/{}/datasets/{}/tables/{}", req.matches[1].str(),
+                                      req.matches[2].str(), req.matches[3].str()));
+               if (!rows.ok()) return rows.status();
+               const std::int64_t max = Param(req, "maxResults", kDefaultPageRows);
+               std::int64_t start = Param(req, "startIndex", 0);
+               if (req.has_param("pageToken")) start = Param(req, "pageToken", 0);
+               if (max <= 0 || start < 0) {
+                 return absl::InvalidArgumentError(
+                     "maxResults, startIndex and pageToken must "
+                     "be non-negative integers");
+               }
+               nlohmann::json out = {{"kind", "bigquery#tableDataList"},
+                                     {"totalRows", std::to_string(rows->size())},
+                                     {"rows", nlohmann::json::array()}};
+               const auto total = static_cast<std::int64_t>(rows->size());
+               const std::int64_t end =
+                   start >= total ? total : start + std::min(max, total - start);  // no overflow
+               for (std::int64_t i = std::min(start, total); i < end; ++i) {
+                 out["rows"].push_back(
+                     ToTableDataRow((*rows)[static_cast<std::size_t>(i)], *schema));
+               }
+               if (end < total) out["pageToken"] = std::to_string(end);
+               return out;
+             }));
   server.Post("/fake/v1/options",
               Handle(store,
                      [](FakeStore& s, const httplib::Request&,
@@ -196,16 +207,18 @@ void RegisterRestRoutes(httplib::Server& server, std::shared_ptr<FakeStore> stor
                        s.set_options(std::move(o));
                        return nlohmann::json::object();
                      }));
-  server.Post("/fake/v1/clock:advance",
-              Handle(store,
-                     [](FakeStore& s, const httplib::Request&,
-                        const nlohmann::json& body) -> absl::StatusOr<nlohmann::json> {
-                       if (!body.contains("seconds") || !body["seconds"].is_number()) {
-                         return absl::InvalidArgumentError("{\"seconds\": S} is required");
-                       }
-                       s.advance_clock(absl::Seconds(body["seconds"].get<double>()));
-                       return nlohmann::json{{"now", absl::FormatTime(s.now())}};
-                     }));
+  server.Post(
+      "/fake/v1/clock:advance",
+      Handle(store,
+             [](FakeStore& s, const httplib::Request&,
+                const nlohmann::json& body) -> absl::StatusOr<nlohmann::json> {
+               if (!body.contains("seconds") || !body["seconds"].is_number() ||
+                   !(std::abs(body["seconds"].get<double>()) <= 1e9)) {
+                 return absl::InvalidArgumentError("{\"seconds\": S} is required, |S| at most 1e9");
+               }
+               s.advance_clock(absl::Seconds(body["seconds"].get<double>()));
+               return nlohmann::json{{"now", absl::FormatTime(s.now())}};
+             }));
 }
 
 }  // namespace gcpstream::testing::bigquery_fake

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -68,9 +69,12 @@ bool Accepts(const Field& column, const FieldDescriptor& f) {
 // Checks the writer schema against the columns, recursively.
 absl::Status CheckMessage(const Descriptor& d, const Schema& columns, const std::string& path,
                           RowDecoder::Refusal* refusal) {
+  std::unordered_map<std::string, const Field*> by_name;  // one pass, not one per field
+  for (const auto& c : columns) by_name.emplace(absl::AsciiStrToLower(c.name), &c);
   for (int i = 0; i < d.field_count(); ++i) {
     const FieldDescriptor& f = *d.field(i);
-    const Field* column = FindField(columns, ColumnName(f));
+    auto found = by_name.find(absl::AsciiStrToLower(ColumnName(f)));
+    const Field* column = found == by_name.end() ? nullptr : found->second;
     if (column == nullptr) {
       *refusal = RowDecoder::Refusal::kExtraField;
       return absl::InvalidArgumentError(
@@ -341,14 +345,15 @@ absl::StatusOr<nlohmann::json> DecodeMessage(const Message& m, const Schema& col
   const Descriptor& d = *m.GetDescriptor();
   const Reflection& r = *m.GetReflection();
   nlohmann::json row = nlohmann::json::object();
+  // The writer's fields by column name (case-insensitive): one pass, not one per column.
+  std::unordered_map<std::string, const FieldDescriptor*> by_column;
+  for (int i = 0; i < d.field_count(); ++i) {
+    by_column.emplace(absl::AsciiStrToLower(ColumnName(*d.field(i))), d.field(i));
+  }
   for (const Field& column : columns) {
     const std::string path = prefix + column.name;
-    const FieldDescriptor* f = nullptr;
-    for (int i = 0; i < d.field_count() && f == nullptr; ++i) {
-      if (absl::AsciiStrToLower(ColumnName(*d.field(i))) == absl::AsciiStrToLower(column.name)) {
-        f = d.field(i);
-      }
-    }
+    auto found = by_column.find(absl::AsciiStrToLower(column.name));
+    const FieldDescriptor* f = found == by_column.end() ? nullptr : found->second;
     if (column.mode == "REPEATED") {
       nlohmann::json values = nlohmann::json::array();
       const int n = f == nullptr ? 0 : r.FieldSize(m, f);

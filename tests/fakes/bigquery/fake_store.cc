@@ -36,6 +36,15 @@ grpc::Status MaskedDenial(const std::string& permission, const std::string& tabl
                                   permission, table));
 }
 
+// resource[reference][field] when it is a string; "" otherwise (refused by the id check).
+std::string IdField(const nlohmann::json& resource, const char* reference, const char* field) {
+  if (!resource.is_object()) return "";
+  auto ref = resource.find(reference);
+  if (ref == resource.end() || !ref->is_object()) return "";
+  auto id = ref->find(field);
+  return id != ref->end() && id->is_string() ? id->get<std::string>() : "";
+}
+
 }  // namespace
 
 std::string TablePathOf(const std::string& name) {
@@ -112,8 +121,7 @@ bool FakeStore::propagating(const Table& t) const {
 
 absl::StatusOr<nlohmann::json> FakeStore::insert_dataset(const std::string& project,
                                                          const nlohmann::json& resource) {
-  const auto ref = resource.value("datasetReference", nlohmann::json::object());
-  const std::string id = ref.value("datasetId", "");
+  const std::string id = IdField(resource, "datasetReference", "datasetId");
   static const RE2 kId(R"([A-Za-z0-9_]+)");
   if (id.size() > 1024 || !RE2::FullMatch(id, kId)) {
     return absl::InvalidArgumentError(fmt::format("Invalid dataset ID \"{}\"", id));
@@ -156,8 +164,7 @@ nlohmann::json FakeStore::table_json(const std::string& path, const Table& t) co
 absl::StatusOr<nlohmann::json> FakeStore::insert_table(const std::string& project,
                                                        const std::string& dataset,
                                                        const nlohmann::json& resource) {
-  const auto ref = resource.value("tableReference", nlohmann::json::object());
-  const std::string id = ref.value("tableId", "");
+  const std::string id = IdField(resource, "tableReference", "tableId");
   // Table ids: letters, marks, numbers, connectors, dashes and spaces, up to 1,024 bytes; the
   // fake keeps to the ASCII part of that.
   static const RE2 kId(R"([A-Za-z0-9_\- ]+)");

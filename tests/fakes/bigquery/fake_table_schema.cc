@@ -83,8 +83,10 @@ absl::Status ParseLevel(const nlohmann::json& fields, int depth, const std::stri
     if (f.contains("maxLength")) {
       const auto& m = f["maxLength"];
       // The REST API writes int64 values as strings.
-      if (!(m.is_string() && absl::SimpleAtoi(m.get<std::string>(), &field.max_length)) &&
-          !(m.is_number_integer() && (field.max_length = m.get<std::int64_t>(), true))) {
+      const bool parsed =
+          (m.is_string() && absl::SimpleAtoi(m.get<std::string>(), &field.max_length)) ||
+          (m.is_number_integer() && (field.max_length = m.get<std::int64_t>(), true));
+      if (!parsed || field.max_length < 0) {
         return absl::InvalidArgumentError(
             fmt::format("Field {}{} has an invalid maxLength", path, field.name));
       }
@@ -177,9 +179,22 @@ absl::Status WideningAt(const Schema& current, const Schema& next, const std::st
 
 }  // namespace
 
+namespace {
+std::size_t CountColumns(const Schema& schema) {
+  std::size_t n = schema.size();
+  for (const auto& f : schema) n += CountColumns(f.fields);
+  return n;
+}
+}  // namespace
+
 absl::StatusOr<Schema> ParseSchema(const nlohmann::json& fields) {
   Schema schema;
   if (absl::Status s = ParseLevel(fields, 1, "", schema); !s.ok()) return s;
+  // Quotas: at most 10,000 columns in a table schema, nested ones included.
+  if (const std::size_t n = CountColumns(schema); n > 10000) {
+    return absl::InvalidArgumentError(
+        fmt::format("Too many columns: {}; a table has at most 10000", n));
+  }
   return schema;
 }
 

@@ -579,6 +579,20 @@ TEST_F(BigQueryFakeTest, RestTablesAndTabledataFollowTheV2Reference) {
   ASSERT_EQ(last["rows"].size(), 1u);
   EXPECT_EQ(last["rows"][0]["f"][0]["v"], "c");
   EXPECT_FALSE(last.contains("pageToken"));
+  // Past the end, whatever the numbers: no rows and no token (no arithmetic overflow).
+  auto far = http_->Get(
+      "/bigquery/v2/projects/p/datasets/d/tables/t/data?startIndex=9223372036854775807"
+      "&maxResults=9223372036854775807");
+  ASSERT_TRUE(far);
+  auto none = nlohmann::json::parse(far->body);
+  EXPECT_TRUE(none["rows"].empty());
+  EXPECT_FALSE(none.contains("pageToken"));
+  // A field of the wrong JSON type is the caller's mistake (400), never a server error.
+  auto typed = http_->Post("/bigquery/v2/projects/p/datasets/d/tables",
+                           R"({"tableReference": {"tableId": 5}, "schema": {"fields": 7}})",
+                           "application/json");
+  ASSERT_TRUE(typed);
+  EXPECT_EQ(typed->status, 400);
 }
 
 // "Modifying table schemas": columns can be added (NULLABLE or REPEATED, also inside RECORDs) and

@@ -129,6 +129,37 @@ TEST_F(BigQuerySinkIT, TransientFailuresAreRetriedAndNothingIsLost) {
   EXPECT_GE(result.metric("bigquery", "appendRetries"), 2);
 }
 
+TEST_F(BigQuerySinkIT, AnAppendThatIsNeverAnsweredIsCancelledAndResent) {
+  testing::FakeOptions stall;
+  stall.stall_on_append = 1;
+  stall.stall = std::chrono::minutes(10);  // far past the test's patience
+  fake_->set_options(stall);
+  ASSERT_TRUE(fake_
+                  ->add_table("p", "d",
+                              {{"tableReference", {{"tableId", "numbers"}}},
+                               {"schema", {{"fields", TableSchemaToJson(Schema())}}}})
+                  .ok());
+  testing::TestMailbox mailbox;
+  testing::FakeWriterInitContext context(mailbox);
+  auto b = builder<std::int64_t>(Number);
+  BigQueryWriterOptions options;
+  options.append_answer_timeout = 300ms;
+  options.retry_initial_delay = 10ms;
+  b.writer_options(options);
+  auto sink = b.build();
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  auto w = (*sink)->create_writer(context);
+  ASSERT_TRUE(w.ok()) << w.status();
+  SinkWriterContext ctx;
+  for (std::int64_t n = 0; n < 3; ++n) ASSERT_TRUE((*w)->write(n, ctx).ok());
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE((*w)->flush(false).ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 30s) << "the stalled append was not cut";
+  EXPECT_EQ(numbers(), (std::multiset<std::int64_t>{0, 1, 2}));
+  EXPECT_GE(context.metric("appendRetries"), 1);
+  ASSERT_TRUE((*w)->close().ok());
+}
+
 TEST_F(BigQuerySinkIT, RowsTheServiceRefusesAreRoutedAndTheirNeighboursWritten) {
   // The table is stricter than the sink's schema: codes over 2 characters are refused there.
   auto fields = TableSchemaToJson(Schema());
@@ -164,6 +195,33 @@ TEST_F(BigQuerySinkIT, RowsTheServiceRefusesAreRoutedAndTheirNeighboursWritten) 
   EXPECT_EQ(routed.size(), 1u);
   EXPECT_EQ(numbers(), (std::multiset<std::int64_t>{1, 2, 1}));
   EXPECT_EQ(context.metric("numRecordsSendErrors"), 1);
+  ASSERT_TRUE((*w)->close().ok());
+}
+
+TEST_F(BigQuerySinkIT, ARowTooLargeForAnyRequestIsAFailureOfThatRowAlone) {
+  testing::TestMailbox mailbox;
+  testing::FakeWriterInitContext context(mailbox);
+  int routed = 0;
+  auto b = builder<std::string>([](const std::string& code) {
+    return absl::StatusOr<std::optional<nlohmann::json>>(
+        nlohmann::json{{"n", static_cast<std::int64_t>(code.size())}, {"code", code}});
+  });
+  b.failure_handler(connector::FailureHandler::custom([&](const connector::FailedElement& e) {
+    EXPECT_THAT(std::string(e.status().message()), HasSubstr("10 MB"));
+    ++routed;
+    return absl::OkStatus();
+  }));
+  auto sink = b.build();
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  auto w = (*sink)->create_writer(context);
+  ASSERT_TRUE(w.ok()) << w.status();
+  SinkWriterContext ctx;
+  ASSERT_TRUE((*w)->write(std::string("a"), ctx).ok());
+  ASSERT_TRUE((*w)->write(std::string(11'000'000, 'x'), ctx).ok());
+  ASSERT_TRUE((*w)->write(std::string("bb"), ctx).ok());
+  ASSERT_TRUE((*w)->flush(false).ok());
+  EXPECT_EQ(routed, 1);
+  EXPECT_EQ(numbers(), (std::multiset<std::int64_t>{1, 2}));
   ASSERT_TRUE((*w)->close().ok());
 }
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "gcpstream/bigquery/schema/writer_descriptor.h"
+#include "gcpstream/bigquery/sink/bigquery_writer_options.h"
 #include "google/cloud/bigquery/storage/v1/annotations.pb.h"
 
 namespace gcpstream::bigquery {
@@ -65,6 +66,49 @@ TEST(TableSchemaTest, RefusesWhatBigQueryRefuses) {
   nlohmann::json deep = {{{"name", "leaf"}, {"type", "STRING"}}};
   for (int i = 0; i < 16; ++i) deep = {{{"name", "r"}, {"type", "RECORD"}, {"fields", deep}}};
   EXPECT_THAT(TableSchemaFromJson(deep).status().message(), HasSubstr("15"));
+}
+
+TEST(TableSchemaTest, AtMostTenThousandColumnsCountingNestedOnes) {
+  nlohmann::json fields = nlohmann::json::array();
+  for (int i = 0; i < 9999; ++i)
+    fields.push_back({{"name", "c" + std::to_string(i)}, {"type", "STRING"}});
+  fields.push_back(
+      {{"name", "r"}, {"type", "RECORD"}, {"fields", {{{"name", "x"}, {"type", "INT64"}}}}});
+  auto refused = TableSchemaFromJson(fields);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("10001 columns"));
+  fields.erase(fields.begin());
+  EXPECT_TRUE(TableSchemaFromJson(fields).ok());
+  EXPECT_FALSE(TableSchemaFromJson(nlohmann::json::array()).ok());
+}
+
+TEST(TableCreateOptionsTest, ClusteringAndPartitioningMustNameFittingColumns) {
+  auto schema = TableSchemaFromJson(Fields());
+  ASSERT_TRUE(schema.ok());
+  TableCreateOptions o;
+  o.clustering_fields = {"name", "day"};
+  o.time_partitioning = {{"type", "DAY"}, {"field", "day"}};
+  EXPECT_TRUE(o.validate(*schema).ok());
+  o.clustering_fields = {"nope"};
+  EXPECT_THAT(o.validate(*schema).message(), HasSubstr("nope"));
+  o.clustering_fields = {"name", "NAME"};
+  EXPECT_THAT(o.validate(*schema).message(), HasSubstr("twice"));
+  o.clustering_fields = {"origin"};  // a RECORD
+  EXPECT_FALSE(o.validate(*schema).ok());
+  o.clustering_fields.clear();
+  o.time_partitioning = {{"field", "name"}};  // a STRING
+  EXPECT_THAT(o.validate(*schema).message(), HasSubstr("DATE, TIMESTAMP or DATETIME"));
+  o.time_partitioning = {{"type", "WEEK"}};
+  EXPECT_FALSE(o.validate(*schema).ok());
+}
+
+TEST(TableCreateOptionsTest, RestEndpointsAreHttpHostAndPort) {
+  EXPECT_TRUE(ValidateRestEndpoint("http://127.0.0.1:9050").ok());
+  EXPECT_TRUE(ValidateRestEndpoint("https://bigquery.googleapis.com").ok());
+  for (const char* bad :
+       {"ftp://127.0.0.1:9051", "notaurl", "http://h", "http://h:1/path", "http://user@h:1", ""}) {
+    EXPECT_FALSE(ValidateRestEndpoint(bad).ok()) << bad;
+  }
 }
 
 TEST(WriterDescriptorTest, EachColumnTakesItsDocumentedWireTypeAndFlexibleNamesAnOption) {

@@ -86,6 +86,13 @@ sink:
 )" + std::string(kSchema));
   ASSERT_FALSE(dataset.ok());
   EXPECT_THAT(dataset.status().message(), HasSubstr("sink.dataset"));
+  auto unclustered = Parse(
+      File(std::string(kSchema) + "  table_create_options:\n    clustering_fields: [nope]\n"));
+  ASSERT_FALSE(unclustered.ok());
+  EXPECT_THAT(unclustered.status().message(), HasSubstr("sink.table_create_options"));
+  auto ftp = Parse(File(std::string(kSchema) + "  emulator_rest_endpoint: ftp://127.0.0.1:9051\n"));
+  ASSERT_FALSE(ftp.ok());
+  EXPECT_THAT(ftp.status().message(), HasSubstr("sink.emulator_rest_endpoint"));
   auto mapping = Parse(File(kSchema, "transform:\n  to_pubsub: {}\n"));
   ASSERT_FALSE(mapping.ok());
   EXPECT_THAT(mapping.status().message(), HasSubstr("no mapping"));
