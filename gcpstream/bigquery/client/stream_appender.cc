@@ -155,23 +155,29 @@ void StreamAppender::close(Clock::time_point deadline) {
     closed_ = true;  // an append waiting for the window gives up now
   }
   cv_.notify_all();
+  // Answers still due may arrive until the deadline; then every connection is cut. Cutting
+  // first also frees an append blocked in a write the service no longer reads, which holds
+  // send_mu_.
+  const bool idle = await_idle(deadline);
   std::vector<std::shared_ptr<Connection>> all;
   {
-    std::lock_guard send(send_mu_);  // after any append still writing
     std::lock_guard lock(mu_);
     all = connections_;
   }
-  for (auto& c : all) {
-    std::lock_guard write(c->write_mu);
-    bool broken;
-    {
-      std::lock_guard lock(mu_);
-      broken = c->broken;
-    }
-    if (!broken) c->rpc->writes_done();
-  }
-  if (!await_idle(deadline)) {
+  if (!idle) {
     for (auto& c : all) c->rpc->cancel();
+  }
+  {
+    std::lock_guard send(send_mu_);  // after any append still writing
+    for (auto& c : all) {
+      std::lock_guard write(c->write_mu);
+      bool broken;
+      {
+        std::lock_guard lock(mu_);
+        broken = c->broken;
+      }
+      if (!broken) c->rpc->writes_done();  // the service answers, then ends the connection
+    }
   }
   for (auto& c : all) {
     if (c->reader.joinable()) c->reader.join();
