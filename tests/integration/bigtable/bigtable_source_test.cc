@@ -37,6 +37,8 @@ std::string Key(int i) { return fmt::format("row-{:04d}", i); }
 struct Read {
   runtime::JobResult result;
   std::multiset<std::string> rows;
+  // Written by the deserializer, which runs on every reader subtask's thread at once: guarded.
+  std::mutex mu;
   std::map<std::string, std::vector<std::string>> cells;
 };
 
@@ -88,7 +90,10 @@ class BigtableSourceIT : public ::testing::Test {
                 c.family + ":" + c.qualifier + "=" +
                 (c.value.size() > 64 ? std::to_string(c.value.size()) + " bytes" : c.value));
           }
-          read->cells[row.key] = std::move(cells);
+          {
+            std::lock_guard lock(read->mu);
+            read->cells[row.key] = std::move(cells);
+          }
           out.collect(row.key);
           return absl::OkStatus();
         });
