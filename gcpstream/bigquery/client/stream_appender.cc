@@ -36,7 +36,17 @@ absl::Status StreamAppender::append(std::vector<std::string> rows,
   if (offset) request.mutable_offset()->set_value(*offset);
   auto* data = request.mutable_proto_rows();
   for (auto& r : rows) data->mutable_rows()->add_serialized_rows(std::move(r));
-  std::lock_guard send(send_mu_);
+  // A caller that may not wait (deadline now) does not queue behind another append waiting for
+  // the window either.
+  std::unique_lock send(send_mu_, std::defer_lock);
+  if (deadline <= Clock::now()) {
+    if (!send.try_lock()) {
+      return absl::DeadlineExceededError(
+          fmt::format("another append to {} is waiting for the window", options_.write_stream));
+    }
+  } else {
+    send.lock();
+  }
   std::shared_ptr<Connection> c;
   std::int64_t bytes = 0;
   {

@@ -70,7 +70,8 @@ class StreamAppender {
   // Sends `rows` (serialized writer-schema messages) at `offset` (nullopt: none, as the default
   // stream requires). Errors, with nothing sent and `done` not called: INVALID_ARGUMENT when the
   // request would exceed 10 MB or `rows` is empty; DEADLINE_EXCEEDED when the window stayed full
-  // until `deadline`; FAILED_PRECONDITION after close().
+  // until `deadline` (a deadline already past never waits, not even behind another append);
+  // FAILED_PRECONDITION after close().
   absl::Status append(std::vector<std::string> rows, std::optional<std::int64_t> offset, Done done,
                       Clock::time_point deadline);
   // Sends the new writer schema with the next request (a schema change; the same stream).
