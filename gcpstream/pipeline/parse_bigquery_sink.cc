@@ -122,11 +122,7 @@ BigQuerySinkSpec ParseBigQuerySink(YamlMap& m) {
       static_cast<int>(w.integer("retry_max_attempts", o.retry_max_attempts, IntRange{1, 1000}));
   o.max_retry_duration = w.duration("max_retry_duration", o.max_retry_duration, kTimeout);
   o.append_answer_timeout = w.duration("append_answer_timeout", o.append_answer_timeout, kTimeout);
-  o.recovery.initial_backoff =
-      w.duration("recovery_initial_backoff", o.recovery.initial_backoff, kShortDelay);
-  o.recovery.max_backoff = w.duration("recovery_max_backoff", o.recovery.max_backoff, kShortDelay);
-  o.recovery.max_attempts = static_cast<int>(
-      w.integer("recovery_max_attempts", o.recovery.max_attempts, IntRange{1, 1000}));
+  ParseRecovery(w, o.recovery);
   o.per_destination_metrics = w.boolean("per_destination_metrics", o.per_destination_metrics);
   o.max_consecutive_rejections = static_cast<int>(w.integer(
       "max_consecutive_rejections", o.max_consecutive_rejections, IntRange::int32_from(-1)));

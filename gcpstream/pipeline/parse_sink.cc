@@ -8,7 +8,6 @@
 #include "gcpstream/tasks/admin/resource_names.h"
 
 namespace gcpstream::pipeline::internal {
-namespace {
 
 void ParseRecovery(YamlMap& m, connector::RecoveryOptions& r) {
   r.initial_backoff = m.duration("recovery_initial_backoff", r.initial_backoff, kShortDelay);
@@ -16,6 +15,8 @@ void ParseRecovery(YamlMap& m, connector::RecoveryOptions& r) {
   r.max_attempts =
       static_cast<int>(m.integer("recovery_max_attempts", r.max_attempts, IntRange{0, 1000}));
 }
+
+namespace {
 
 std::optional<bigtable::TableCreateOptions> ParseTableCreateOptions(YamlMap& parent) {
   if (!parent.has("table_create_options")) {

@@ -18,6 +18,9 @@ BigtableSourceSpec ParseBigtableSource(YamlMap& section);
 connector::DatabaseDestination ParseSpannerDatabase(YamlMap& section);
 TransformSpec ParseTransform(YamlMap section);
 SinkSpec ParseSink(YamlMap section);
+// recovery_initial_backoff, recovery_max_backoff, recovery_max_attempts of a writer's options
+// (the shared writer core's repair budget), in `m`.
+void ParseRecovery(YamlMap& m, connector::RecoveryOptions& r);
 // The keys of a `type: bigquery` sink (parse_bigquery_sink.cc).
 BigQuerySinkSpec ParseBigQuerySink(YamlMap& section);
 FailureHandlerSpec ParseFailureHandler(YamlContext& ctx, const YAML::Node& node);

@@ -47,6 +47,7 @@ TEST(BigQuerySpec, ParsesTheTableSchemaAndOptions) {
   writer_options:
     max_append_request_bytes: 4096
     retry_max_attempts: 3
+    recovery_max_attempts: 4
 )"));
   ASSERT_TRUE(spec.ok()) << spec.status();
   const auto& sink = std::get<BigQuerySinkSpec>(spec->sink);
@@ -59,6 +60,7 @@ TEST(BigQuerySpec, ParsesTheTableSchemaAndOptions) {
   EXPECT_EQ(sink.table_create_options.time_partitioning["type"], "DAY");
   EXPECT_EQ(sink.writer_options.max_append_request_bytes, 4096);
   EXPECT_EQ(sink.writer_options.retry_max_attempts, 3);
+  EXPECT_EQ(sink.writer_options.recovery.max_attempts, 4);
 }
 
 TEST(BigQuerySpec, MistakesAreRefusedNamingTheKey) {
