@@ -102,6 +102,10 @@ class AsyncSinkAdapter {
   // Runs once when a destination is opened, before its first element (e.g. compare declared
   // column family types). An error fails the job.
   virtual absl::Status check(const D& /*destination*/) { return absl::OkStatus(); }
+  // False while releasing the destination's client would lose what the next checkpoint needs
+  // (a two-phase writer's position not yet named by a committable): the writer then keeps it
+  // through idleness and capacity eviction. Asked on the writer's thread. Default: true.
+  virtual bool releasable(const D& /*destination*/) const { return true; }
   // Releases a group's shared resources after all its destinations were shut down.
   virtual absl::Status release_group(const std::string& /*group*/) { return absl::OkStatus(); }
 

@@ -271,7 +271,9 @@ class AsyncSinkWriter {
     bool used_since_flush = false;
   };
 
-  static bool clean(const Destination& d) { return d.in_flight == 0 && d.parked.empty(); }
+  bool clean(const Destination& d) const {
+    return d.in_flight == 0 && d.parked.empty() && adapter_->releasable(d.key);
+  }
 
   void flush_clients() {
     for (auto& [key, d] : destinations_) d.client->flush();

@@ -82,6 +82,11 @@ BigQuerySinkSpec ParseBigQuerySink(YamlMap& m) {
   if (!spec.schema.fields.empty()) {
     m.check("schema", bigquery::ValidateTableSchema(spec.schema));
   }
+  spec.write_method = m.choice("write_method", "STORAGE_API_AT_LEAST_ONCE",
+                               {"STORAGE_API_AT_LEAST_ONCE", "STORAGE_API_EXACTLY_ONCE"}) ==
+                              "STORAGE_API_EXACTLY_ONCE"
+                          ? bigquery::WriteMethod::kStorageApiExactlyOnce
+                          : bigquery::WriteMethod::kStorageApiAtLeastOnce;
   spec.create_if_needed = m.choice("create_disposition", "CREATE_IF_NEEDED",
                                    {"CREATE_IF_NEEDED", "CREATE_NEVER"}) == "CREATE_IF_NEEDED";
   {

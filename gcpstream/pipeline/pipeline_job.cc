@@ -289,6 +289,7 @@ absl::Status AttachBigQuery(const BigQuerySinkSpec& sink,
   builder
       .destination(connector::BigQueryTableDestination::of(sink.project, sink.dataset, sink.table))
       .serializer(std::move(serializer))
+      .write_method(sink.write_method)
       .create_disposition(sink.create_if_needed ? bigquery::CreateDisposition::kCreateIfNeeded
                                                 : bigquery::CreateDisposition::kCreateNever)
       .table_create_options(sink.table_create_options)

@@ -286,6 +286,9 @@ struct BigQuerySinkSpec {
   std::string dataset;
   std::string table;
   bigquery::TableSchema schema;
+  // STORAGE_API_AT_LEAST_ONCE (the default stream) or STORAGE_API_EXACTLY_ONCE (BUFFERED
+  // streams flushed when a checkpoint completes; needs checkpointing).
+  bigquery::WriteMethod write_method = bigquery::WriteMethod::kStorageApiAtLeastOnce;
   bool create_if_needed = true;  // create_disposition
   bigquery::TableCreateOptions table_create_options;
   std::optional<std::string> emulator_endpoint;

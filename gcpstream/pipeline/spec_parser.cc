@@ -212,6 +212,13 @@ absl::StatusOr<PipelineSpec> ParsePipelineSpec(const std::string& text,
                                         name.substr(3), sink, own));
       }
     }
+    if (const auto* bq = std::get_if<BigQuerySinkSpec>(&spec.sink);
+        bq != nullptr && bq->write_method == bigquery::WriteMethod::kStorageApiExactlyOnce &&
+        spec.checkpointing.interval.count() == 0) {
+      ctx.fail(std::as_const(root)["sink"].Mark(), "sink.write_method",
+               "STORAGE_API_EXACTLY_ONCE makes rows visible when a checkpoint completes: set "
+               "checkpointing.interval (and checkpointing.dir)");
+    }
     if (std::holds_alternative<BigtableSinkSpec>(spec.sink) && !spec.transform.to_bigtable) {
       ctx.fail(std::as_const(root)["sink"].Mark(), "transform.to_bigtable",
                "a bigtable sink needs transform.to_bigtable (row_key, family, columns)");

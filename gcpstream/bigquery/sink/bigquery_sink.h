@@ -1,10 +1,13 @@
 #ifndef GCPSTREAM_BIGQUERY_SINK_BIGQUERY_SINK_H_
 #define GCPSTREAM_BIGQUERY_SINK_BIGQUERY_SINK_H_
 
+#include <spdlog/spdlog.h>
+
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gcpstream/api/lineage.h"
 #include "gcpstream/api/sink.h"
@@ -12,8 +15,11 @@
 #include "gcpstream/bigquery/sink/bigquery_serialization_schema.h"
 #include "gcpstream/bigquery/sink/bigquery_sink_adapter.h"
 #include "gcpstream/bigquery/sink/bigquery_writer_options.h"
+#include "gcpstream/bigquery/sink/buffered_stream_committer.h"
+#include "gcpstream/bigquery/sink/buffered_stream_ledger.h"
 #include "gcpstream/connector/async_sink_writer_front.h"
 #include "gcpstream/connector/client_options.h"
+#include "gcpstream/connector/committing_sink_writer_front.h"
 #include "gcpstream/connector/destinations.h"
 #include "gcpstream/connector/failure_handler.h"
 #include "gcpstream/connector/lineage.h"
@@ -29,13 +35,23 @@ absl::StatusOr<std::shared_ptr<BigQueryWriteStub>> MakeBigQueryWriteStub(
 absl::StatusOr<std::shared_ptr<TableAdmin>> MakeTableAdmin(
     const connector::ClientOptions& client, const std::optional<std::string>& emulator_rest);
 
-// Writes records to BigQuery tables through the Storage Write API's default stream
-// (STORAGE_API_AT_LEAST_ONCE): rows are appended as batches fill, and flush() at each
-// checkpoint appends what is batched and waits for every append, so a completed checkpoint
-// means BigQuery acknowledged every row before the barrier — except those the serializer
-// skipped or a dropping failure handler received. A retried append may duplicate rows; the
-// writer keeps no state. STORAGE_API_EXACTLY_ONCE and FILE_LOADS are not built yet (build()
-// says so).
+// Writes records to BigQuery tables through the Storage Write API, by one of two methods:
+//
+//  - STORAGE_API_AT_LEAST_ONCE (the default): rows are appended to each table's `_default`
+//    stream as batches fill, and flush() at each checkpoint appends what is batched and waits
+//    for every append, so a completed checkpoint means BigQuery acknowledged every row before
+//    the barrier — except those the serializer skipped or a dropping failure handler received.
+//    A retried append may duplicate rows; the writer keeps no state.
+//  - STORAGE_API_EXACTLY_ONCE: each writer subtask appends at explicit offsets to one BUFFERED
+//    stream per table (BufferedStreamClient), rows stay invisible, and once a checkpoint
+//    completed the committer flushes its rows (BufferedStreamCommitter). Writer state is each
+//    table's stream and acknowledged offset; a committable is the offset a checkpoint may
+//    flush up to. Visible one checkpoint later, each row once — provided the job is restored
+//    from its latest checkpoint or a savepoint: a start without state loses up to one
+//    checkpoint of rows. Needs checkpointing (without it rows become visible only at the end
+//    of a bounded input).
+//
+// FILE_LOADS is not built yet (build() says so).
 //
 //   auto serializer = BigQuerySerializationSchema<Flight>::json(schema, to_json);
 //   auto sink = BigQuerySink<Flight>::builder()
@@ -46,7 +62,10 @@ absl::StatusOr<std::shared_ptr<TableAdmin>> MakeTableAdmin(
 // A missing table is created under CREATE_IF_NEEDED (the default) with the serializer's
 // schema and table_create_options. See docs/bigquery.md.
 template <typename T>
-class BigQuerySink final : public Sink<T>, public LineageVertexProvider {
+class BigQuerySink final : public Sink<T>,
+                           public SupportsWriterState<T, BufferedStreamPosition>,
+                           public SupportsCommitter<BufferedStreamPosition>,
+                           public LineageVertexProvider {
  public:
   class Builder {
    public:
@@ -116,10 +135,10 @@ class BigQuerySink final : public Sink<T>, public LineageVertexProvider {
     // method not built yet.
     absl::StatusOr<std::shared_ptr<BigQuerySink>> build() const {
       GCP_RETURN_IF_ERROR(error_);
-      if (method_ != WriteMethod::kStorageApiAtLeastOnce) {
+      if (method_ == WriteMethod::kFileLoads) {
         return absl::UnimplementedError(
-            "BigQuerySink: only write_method STORAGE_API_AT_LEAST_ONCE exists yet "
-            "(STORAGE_API_EXACTLY_ONCE and FILE_LOADS are planned; docs/bigquery.md)");
+            "BigQuerySink: write_method FILE_LOADS is not built yet; use "
+            "STORAGE_API_EXACTLY_ONCE or STORAGE_API_AT_LEAST_ONCE (docs/bigquery.md)");
       }
       if (!resolver_) {
         return absl::InvalidArgumentError(
@@ -163,7 +182,24 @@ class BigQuerySink final : public Sink<T>, public LineageVertexProvider {
 
   absl::StatusOr<std::unique_ptr<SinkWriter<T>>> create_writer(
       WriterInitContext& context) const override {
+    GCP_ASSIGN_OR_RETURN(auto writer, restore_writer(context, {}));
+    return std::unique_ptr<SinkWriter<T>>(std::move(writer));
+  }
+
+  // Exactly-once: every restored table resumes (after a probe) on its checkpointed stream.
+  // At-least-once keeps no state; positions restored from an exactly-once run are ignored
+  // (their committables are still committed).
+  absl::StatusOr<std::unique_ptr<StatefulSinkWriter<T, BufferedStreamPosition>>> restore_writer(
+      WriterInitContext& context, std::vector<BufferedStreamPosition> states) const override {
     BigQueryWriterConfig config;
+    if (b_.method_ == WriteMethod::kStorageApiExactlyOnce) {
+      config.ledger = std::make_shared<BufferedStreamLedger>(std::move(states));
+    } else if (!states.empty()) {
+      spdlog::warn(
+          "BigQuery sink: {} exactly-once stream position(s) restored into an "
+          "at-least-once writer are ignored",
+          states.size());
+    }
     config.options = b_.options_;
     config.create_disposition = b_.disposition_;
     config.table_create_options = b_.create_options_;
@@ -185,10 +221,34 @@ class BigQuerySink final : public Sink<T>, public LineageVertexProvider {
       return connector::CallSerializer<BigQueryRow>(
           [&] { return serializer.serialize(element, ctx); });
     };
-    auto writer = std::make_unique<Writer>(b_.resolver_, std::move(serialize),
-                                           MakeBigQueryWriterCore(std::move(config), context));
+    std::shared_ptr<BufferedStreamLedger> ledger = config.ledger;
+    auto writer = std::make_unique<Writer>(
+        std::make_unique<Front>(b_.resolver_, std::move(serialize),
+                                MakeBigQueryWriterCore(std::move(config), context)),
+        std::move(ledger));
     GCP_RETURN_IF_ERROR(writer->open());
-    return std::unique_ptr<SinkWriter<T>>(std::move(writer));
+    return std::unique_ptr<StatefulSinkWriter<T, BufferedStreamPosition>>(std::move(writer));
+  }
+  const VersionedSerializer<BufferedStreamPosition>& writer_state_serializer() const override {
+    return positions_;
+  }
+
+  // Commits exactly-once committables (an at-least-once job has none, unless it was restored
+  // from an exactly-once one).
+  absl::StatusOr<std::unique_ptr<Committer<BufferedStreamPosition>>> create_committer(
+      CommitterInitContext& context) const override {
+    std::shared_ptr<BigQueryWriteStub> stub = b_.stub_;
+    if (!stub) {
+      GCP_ASSIGN_OR_RETURN(stub, MakeBigQueryWriteStub(b_.client_));
+    }
+    return std::unique_ptr<Committer<BufferedStreamPosition>>(
+        std::make_unique<BufferedStreamCommitter>(
+            std::move(stub), b_.options_.recovery,
+            b_.disposition_ == CreateDisposition::kCreateIfNeeded, context.metric_group(),
+            std::chrono::seconds(60)));
+  }
+  const VersionedSerializer<BufferedStreamPosition>& committable_serializer() const override {
+    return positions_;
   }
 
   LineageVertex lineage_vertex() const override {
@@ -200,10 +260,14 @@ class BigQuerySink final : public Sink<T>, public LineageVertexProvider {
   }
 
  private:
-  using Writer =
+  using Front =
       connector::AsyncSinkWriterFront<T, connector::BigQueryTableDestination, BigQueryRow>;
+  using Writer =
+      connector::CommittingSinkWriterFront<T, connector::BigQueryTableDestination, BigQueryRow,
+                                           BufferedStreamPosition, BufferedStreamPosition>;
   explicit BigQuerySink(Builder b) : b_(std::move(b)) {}
   Builder b_;
+  BufferedStreamPositionSerializer positions_;
 };
 
 }  // namespace gcpstream::bigquery

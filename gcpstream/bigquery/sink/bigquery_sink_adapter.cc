@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/cord.h"
+#include "gcpstream/bigquery/sink/buffered_stream_client.h"
 #include "gcpstream/bigquery/sink/default_stream_client.h"
 #include "gcpstream/connector/await_on_mailbox.h"
 #include "gcpstream/connector/status_classifier.h"
@@ -45,7 +46,14 @@ class BigQuerySinkAdapter final
           fmt::format("the BigQuery sink's destination {} has an empty project, dataset or table",
                       t.resource_name()));
     }
-    // The hook holds the metric group's counter (thread-safe), never the adapter.
+    // The hooks hold the metric group's counter (thread-safe), never the adapter.
+    if (config_.ledger) {
+      auto client = std::make_shared<BufferedStreamClient>(
+          config_.stub, t.resource_name(), config_.writer_descriptor, config_.options,
+          config_.ledger, std::move(listener), [c = &append_retries_] { c->inc(); });
+      client->start();
+      return std::shared_ptr<connector::DestinationClient<BigQueryRow>>(std::move(client));
+    }
     auto client = std::make_shared<DefaultStreamClient>(
         config_.stub, t.resource_name(), config_.writer_descriptor, config_.options,
         std::move(listener), timers_, [c = &append_retries_] { c->inc(); });
@@ -71,6 +79,7 @@ class BigQuerySinkAdapter final
   connector::FailureClass classify(const absl::Status& status) const override {
     const bool create = config_.create_disposition == CreateDisposition::kCreateIfNeeded;
     if (status.GetPayload(kRowErrorPayload)) return connector::FailureClass::kRecordLevel;
+    if (status.GetPayload(kStreamFailurePayload)) return connector::FailureClass::kFatal;
     // The service masks a missing table behind PERMISSION_DENIED: under CREATE_IF_NEEDED it is
     // "the table may not be there", repaired like NOT_FOUND.
     if (create && status.code() == absl::StatusCode::kPermissionDenied) {
@@ -81,6 +90,10 @@ class BigQuerySinkAdapter final
     connector::ClassifierRules rules;
     rules.not_found_is_repairable = create;
     return connector::Classify(status, rules);
+  }
+
+  bool releasable(const BigQueryTableDestination& t) const override {
+    return !config_.ledger || config_.ledger->clean(t.resource_name());
   }
 
   bool is_cascade(const absl::Status& status) const override {

@@ -9,6 +9,7 @@
 #include "gcpstream/bigquery/schema/table_schema.h"
 #include "gcpstream/bigquery/sink/bigquery_serialization_schema.h"
 #include "gcpstream/bigquery/sink/bigquery_writer_options.h"
+#include "gcpstream/bigquery/sink/buffered_stream_ledger.h"
 #include "gcpstream/connector/async_sink_writer.h"
 #include "gcpstream/connector/destinations.h"
 #include "gcpstream/connector/failure_handler.h"
@@ -25,10 +26,15 @@ struct BigQueryWriterConfig {
   std::shared_ptr<connector::FailureHandler> failure_handler;
   std::shared_ptr<BigQueryWriteStub> stub;
   std::shared_ptr<TableAdmin> admin;
+  // Set for STORAGE_API_EXACTLY_ONCE: each table gets a BufferedStreamClient recording its
+  // stream position here (and is kept until that position is committed). Unset: the default
+  // stream (STORAGE_API_AT_LEAST_ONCE).
+  std::shared_ptr<BufferedStreamLedger> ledger;
 };
 
-// The STORAGE_API_AT_LEAST_ONCE writer: the shared asynchronous core over one
-// DefaultStreamClient per table. What is BigQuery's own:
+// The Storage Write API writers: the shared asynchronous core over one client per table, a
+// DefaultStreamClient (STORAGE_API_AT_LEAST_ONCE) or a BufferedStreamClient
+// (STORAGE_API_EXACTLY_ONCE, with `ledger`). What is BigQuery's own:
 //  - a missing table answers NOT_FOUND or, masked, PERMISSION_DENIED (measured: the service
 //    will not confirm a table to a caller who cannot see it); under CREATE_IF_NEEDED both are
 //    repaired by creating the table (HTTP 409 counts as created) and resending, within the
@@ -40,6 +46,8 @@ struct BigQueryWriterConfig {
 //    job: they are about the schema, not a row;
 //  - transient failures are retried by the client (BigQueryWriterOptions' retry_*) and fail
 //    the job when those are spent; they never reach a failure handler;
+//  - exactly-once: a failure of the stream itself (kStreamFailurePayload) fails the job, and a
+//    table is released (idle, capacity) only once its position is named by a committable;
 //  - metrics tablesCreated, appendRetries, and the core's (inFlightRows, parkedRows, ...).
 using BigQueryWriterCore =
     connector::AsyncSinkWriter<connector::BigQueryTableDestination, BigQueryRow>;

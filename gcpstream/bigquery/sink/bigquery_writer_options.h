@@ -14,7 +14,7 @@
 namespace gcpstream::bigquery {
 
 // Which write path the sink takes (../shared/reference/options-bigquery.md, writeMethod).
-// Only STORAGE_API_AT_LEAST_ONCE exists yet; the others are refused by build().
+// FILE_LOADS is not built yet: build() refuses it.
 enum class WriteMethod { kStorageApiAtLeastOnce, kStorageApiExactlyOnce, kFileLoads };
 
 enum class CreateDisposition { kCreateIfNeeded, kCreateNever };

@@ -3,35 +3,12 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <cmath>
-
-#include "absl/strings/cord.h"
+#include "gcpstream/bigquery/sink/append_retry.h"
 
 namespace gcpstream::bigquery {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Failures an append may heal from by itself (the reference's transient class).
-bool Retriable(const AppendOutcome& o) {
-  if (!o.answered) return true;
-  switch (o.status.code()) {
-    case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kDeadlineExceeded:
-    case absl::StatusCode::kAborted:
-    case absl::StatusCode::kInternal:
-    case absl::StatusCode::kResourceExhausted:
-    case absl::StatusCode::kUnknown:
-      return o.response.row_errors_size() == 0;
-    default:
-      return false;
-  }
-}
-
-absl::Status Marked(absl::Status status, const char* payload) {
-  status.SetPayload(payload, absl::Cord("1"));
-  return status;
-}
 
 }  // namespace
 
@@ -192,15 +169,15 @@ void DefaultStreamClient::on_outcome(std::shared_ptr<Batch> batch, AppendOutcome
     for (const auto& e : o.response.row_errors()) {
       if (e.index() >= 0 && static_cast<std::size_t>(e.index()) < statuses.size()) {
         statuses[static_cast<std::size_t>(e.index())] =
-            Marked(absl::InvalidArgumentError(e.message()), kRowErrorPayload);
+            MarkedStatus(absl::InvalidArgumentError(e.message()), kRowErrorPayload);
       }
     }
     std::vector<connector::SinkOutcome<BigQueryRow>> out;
     for (std::size_t i = 0; i < batch->rows.size(); ++i) {
       absl::Status s = statuses[i].ok()
-                           ? Marked(absl::AbortedError("refused with its AppendRows request, "
-                                                       "which another row failed"),
-                                    kRefusedWithItsRequestPayload)
+                           ? MarkedStatus(absl::AbortedError("refused with its AppendRows request, "
+                                                             "which another row failed"),
+                                          kRefusedWithItsRequestPayload)
                            : statuses[i];
       out.push_back({batch->tokens[i], std::move(s), std::move(batch->rows[i])});
     }
@@ -214,13 +191,9 @@ void DefaultStreamClient::on_outcome(std::shared_ptr<Batch> batch, AppendOutcome
     closing = closing_;
   }
   const auto elapsed = Clock::now() - batch->first_sent;
-  if (!closing && Retriable(o) && batch->attempt < options_.retry_max_attempts &&
+  if (!closing && RetriableAppend(o) && batch->attempt < options_.retry_max_attempts &&
       elapsed < options_.max_retry_duration) {
-    const double factor = std::pow(options_.retry_delay_multiplier, batch->attempt - 1);
-    const auto delay = std::min<std::chrono::milliseconds>(
-        options_.retry_max_delay,
-        std::chrono::milliseconds(static_cast<std::int64_t>(
-            static_cast<double>(options_.retry_initial_delay.count()) * factor)));
+    const auto delay = AppendRetryDelay(options_, batch->attempt);
     {
       std::lock_guard lock(mu_);
       waiting_retry_.insert(batch);

@@ -89,5 +89,6 @@ absl::StatusOr<std::vector<nlohmann::json>> BigQueryFake::rows(
 }
 
 std::int64_t BigQueryFake::streams_created() const { return store_->streams_created(); }
+std::int64_t BigQueryFake::rows_appended() const { return store_->rows_appended(); }
 
 }  // namespace gcpstream::testing

@@ -68,6 +68,7 @@ class BigQueryFake {
   // The visible rows of "projects/P/datasets/D/tables/T" (RowDecoder's JSON shape).
   absl::StatusOr<std::vector<nlohmann::json>> rows(const std::string& table_path) const;
   std::int64_t streams_created() const;
+  std::int64_t rows_appended() const;  // FakeStore::rows_appended
 
   void shutdown();
 

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> datasets;
   std::int64_t propagation_ms = 0;
   std::int64_t idle_expiry_s = 7 * 24 * 3600;
+  std::int64_t append_latency_ms = 0;
   app.add_option("--grpc-port", grpc_port, "Storage Write API port (0: any free port)")
       ->check(CLI::Range(0, 65535));
   app.add_option("--rest-port", rest_port, "REST port (0: any free port)")
@@ -39,11 +40,15 @@ int main(int argc, char** argv) {
   app.add_option("--stream-idle-expiry-s", idle_expiry_s,
                  "seconds an unused application-created stream lives")
       ->check(CLI::Range(1, 365 * 24 * 3600));
+  app.add_option("--append-latency-ms", append_latency_ms,
+                 "how long every AppendRows request waits before it is processed")
+      ->check(CLI::Range(0, 60 * 1000));
   CLI11_PARSE(app, argc, argv);
 
   gcpstream::testing::FakeOptions options;
   options.table_propagation = absl::Milliseconds(propagation_ms);
   options.stream_idle_expiry = absl::Seconds(idle_expiry_s);
+  options.append_latency = std::chrono::milliseconds(append_latency_ms);
   auto fake = gcpstream::testing::BigQueryFake::Start(options, grpc_port, rest_port, host);
   if (!fake.ok()) {
     std::fprintf(stderr, "bigquery_fake: %s\n", std::string(fake.status().message()).c_str());

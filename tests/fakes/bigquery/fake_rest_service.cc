@@ -193,6 +193,8 @@ void RegisterRestRoutes(httplib::Server& server, std::shared_ptr<FakeStore> stor
                          o.stall_on_append = body.value("stallOnAppend", 0);
                          o.stall = std::chrono::milliseconds(body.value("stallMs", 0));
                          o.unavailable_on_flush = body.value("unavailableOnFlush", 0);
+                         o.append_latency =
+                             std::chrono::milliseconds(body.value("appendLatencyMs", 0));
                          if (body.contains("streamIdleExpirySeconds")) {
                            o.stream_idle_expiry =
                                absl::Seconds(body["streamIdleExpirySeconds"].get<std::int64_t>());

@@ -108,6 +108,11 @@ std::int64_t FakeStore::next_flush_ordinal() {
   return ++flush_ordinal_;
 }
 
+std::int64_t FakeStore::rows_appended() const {
+  std::lock_guard lock(mu_);
+  return rows_appended_;
+}
+
 std::int64_t FakeStore::streams_created() const {
   std::lock_guard lock(mu_);
   return streams_created_;
@@ -366,6 +371,7 @@ grpc::Status FakeStore::append(const std::string& stream, std::optional<std::int
                           "The default stream does not accept offsets: leave offset unset");
     }
     *first_row = static_cast<std::int64_t>(table->second.rows.size());
+    rows_appended_ += static_cast<std::int64_t>(rows.size());
     for (auto& r : rows) table->second.rows.push_back(std::move(r));
     return grpc::Status::OK;
   }
@@ -388,6 +394,7 @@ grpc::Status FakeStore::append(const std::string& stream, std::optional<std::int
   }
   s->last_used = now_locked();
   *first_row = end;
+  rows_appended_ += static_cast<std::int64_t>(rows.size());
   for (auto& r : rows) {
     if (s->type == WriteStream::COMMITTED) table->second.rows.push_back(r);
     s->rows.push_back(std::move(r));

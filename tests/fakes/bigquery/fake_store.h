@@ -33,6 +33,9 @@ struct FakeOptions {
   // connection is cancelled first [0: never].
   int stall_on_append = 0;
   std::chrono::milliseconds stall{0};
+  // Every AppendRows request waits this long before it is processed (a slower service, so a
+  // test's kill lands while appends are in flight) [0].
+  std::chrono::milliseconds append_latency{0};
   // A FlushRows with this ordinal (1-based) answers UNAVAILABLE without flushing [0: never].
   int unavailable_on_flush = 0;
   // An application-created stream unused this long is gone: every call naming it answers
@@ -103,6 +106,8 @@ class FakeStore {
   std::int64_t next_append_ordinal();
   std::int64_t next_flush_ordinal();
   std::int64_t streams_created() const;
+  // Rows every append accepted (default and application-created streams), visible or not.
+  std::int64_t rows_appended() const;
 
  private:
   struct Table {
@@ -140,6 +145,7 @@ class FakeStore {
   std::int64_t append_ordinal_ = 0;
   std::int64_t flush_ordinal_ = 0;
   std::int64_t streams_created_ = 0;
+  std::int64_t rows_appended_ = 0;
 };
 
 // "projects/P/datasets/D/tables/T" of a stream or table name; empty when it is neither.

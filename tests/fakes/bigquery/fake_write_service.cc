@@ -57,6 +57,7 @@ class WriteService final : public storage::BigQueryWrite::Service {
         return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                             fmt::format("injected: append {} not applied", ordinal));
       }
+      if (options.append_latency.count() > 0) std::this_thread::sleep_for(options.append_latency);
       if (options.stall_on_append == ordinal) {
         const auto until = std::chrono::steady_clock::now() + options.stall;
         while (std::chrono::steady_clock::now() < until && !context->IsCancelled()) {

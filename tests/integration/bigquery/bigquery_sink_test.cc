@@ -280,12 +280,12 @@ TEST(BigQuerySinkBuilderTest, RefusesWhatItCannotDoYet) {
   auto serializer = BigQuerySerializationSchema<int>::json(
       Schema(), [](const int&) { return absl::StatusOr<std::optional<nlohmann::json>>(); });
   ASSERT_TRUE(serializer.ok());
-  auto exactly_once = BigQuerySink<int>::builder()
-                          .destination(kTable)
-                          .serializer(*serializer)
-                          .write_method(WriteMethod::kStorageApiExactlyOnce)
-                          .build();
-  EXPECT_EQ(exactly_once.status().code(), absl::StatusCode::kUnimplemented);
+  auto file_loads = BigQuerySink<int>::builder()
+                        .destination(kTable)
+                        .serializer(*serializer)
+                        .write_method(WriteMethod::kFileLoads)
+                        .build();
+  EXPECT_EQ(file_loads.status().code(), absl::StatusCode::kUnimplemented);
   auto half_emulator = BigQuerySink<int>::builder()
                            .destination(kTable)
                            .serializer(*serializer)

@@ -100,6 +100,26 @@ sink:
   EXPECT_THAT(mapping.status().message(), HasSubstr("no mapping"));
 }
 
+TEST(BigQuerySpec, ExactlyOnceIsChosenByWriteMethodAndNeedsCheckpointing) {
+  const std::string exactly_once =
+      std::string(kSchema) + "  write_method: STORAGE_API_EXACTLY_ONCE\n";
+  auto spec = Parse(File(exactly_once) + "checkpointing:\n  interval: 1s\n  dir: /tmp/c\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(std::get<BigQuerySinkSpec>(spec->sink).write_method,
+            bigquery::WriteMethod::kStorageApiExactlyOnce);
+  auto defaulted = Parse(File(kSchema));
+  ASSERT_TRUE(defaulted.ok()) << defaulted.status();
+  EXPECT_EQ(std::get<BigQuerySinkSpec>(defaulted->sink).write_method,
+            bigquery::WriteMethod::kStorageApiAtLeastOnce);
+  auto unchecked = Parse(File(exactly_once));
+  ASSERT_FALSE(unchecked.ok());
+  EXPECT_THAT(std::string(unchecked.status().message()), HasSubstr("sink.write_method"));
+  EXPECT_THAT(std::string(unchecked.status().message()), HasSubstr("checkpointing.interval"));
+  auto unknown = Parse(File(std::string(kSchema) + "  write_method: FILE_LOADS\n"));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_THAT(std::string(unknown.status().message()), HasSubstr("STORAGE_API_EXACTLY_ONCE"));
+}
+
 TEST(BigQuerySpec, DescribeNamesTheTableAndItsColumns) {
   auto spec = Parse(File(kSchema));
   ASSERT_TRUE(spec.ok()) << spec.status();
