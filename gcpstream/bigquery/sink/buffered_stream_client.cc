@@ -50,13 +50,7 @@ BufferedStreamClient::~BufferedStreamClient() {
   }
   cv_.notify_all();
   for (auto& a : appenders) a->close(Clock::now());
-  if (worker_.joinable()) {
-    if (worker_.get_id() == std::this_thread::get_id()) {
-      worker_.detach();
-    } else {
-      worker_.join();
-    }
-  }
+  if (worker_.joinable()) worker_.join();
 }
 
 void BufferedStreamClient::start() {
@@ -187,7 +181,6 @@ void BufferedStreamClient::send(BatchPtr batch) {
     a = appender_;
   }
   ++batch->attempt;
-  batch->first_sent = Clock::now();
   std::weak_ptr<BufferedStreamClient> self = weak_from_this();
   absl::Status sent = a->append(
       rows_of(*batch), batch->offset,
@@ -274,6 +267,10 @@ absl::StatusOr<std::string> BufferedStreamClient::create_stream() {
   request.mutable_write_stream()->set_type(storage_v1::WriteStream::BUFFERED);
   connector::RecoveryBackoff backoff(options_.recovery);
   for (;;) {
+    {
+      std::lock_guard lock(mu_);
+      if (closing_) return absl::CancelledError("the BigQuery writer is shutting down");
+    }
     absl::StatusOr<storage_v1::WriteStream> created =
         stub_->create_write_stream(request, kCreateTimeout);
     if (created.ok()) return created->name();
@@ -298,11 +295,12 @@ BufferedStreamClient::Established BufferedStreamClient::establish(const BatchPtr
       std::lock_guard lock(mu_);
       open_appender_locked(restored->stream);
     }
-    batch->first_sent = Clock::now();
+    // The probe is retried on the recovery schedule while it fails transiently.
+    connector::RecoveryBackoff backoff(options_.recovery);
     AppendOutcome o = append_and_wait(batch, restored->offset);
-    while (!o.status.ok() && RetriableAppend(o) && batch->attempt < options_.retry_max_attempts &&
-           Clock::now() - batch->first_sent < options_.max_retry_duration) {
-      if (!sleep_for(AppendRetryDelay(options_, batch->attempt))) break;
+    while (!o.status.ok() && RetriableAppend(o)) {
+      auto delay = backoff.next();
+      if (!delay || !sleep_for(*delay)) break;
       if (on_retry_) on_retry_();
       o = append_and_wait(batch, restored->offset);
     }
@@ -326,10 +324,20 @@ BufferedStreamClient::Established BufferedStreamClient::establish(const BatchPtr
       }
       return Established::kConsumed;
     }
+    std::shared_ptr<StreamAppender> probe;
+    {
+      std::lock_guard lock(mu_);
+      probe = appender_;
+      if (closing_) {
+        report_failure(batch, absl::CancelledError("the BigQuery writer is shutting down"));
+        return Established::kFailed;
+      }
+    }
     spdlog::info(
         "BigQuery sink: {} abandons its restored stream {} at offset {} ({}) and starts a fresh "
         "one; rows past that offset were never committed and stay invisible",
         table_, restored->stream, restored->offset, Describe(o.status));
+    probe->close(Clock::now());  // never finalized: a restored committable may still flush it
     batch->attempt = 0;
   }
   absl::StatusOr<std::string> created = create_stream();
@@ -338,6 +346,10 @@ BufferedStreamClient::Established BufferedStreamClient::establish(const BatchPtr
     return Established::kFailed;
   }
   std::lock_guard lock(mu_);
+  if (closing_) {
+    report_failure(batch, absl::CancelledError("the BigQuery writer is shutting down"));
+    return Established::kFailed;
+  }
   stream_ = *created;
   acked_end_ = next_offset_ = 0;
   open_appender_locked(stream_);
@@ -384,6 +396,9 @@ void BufferedStreamClient::repair() {
     }
     AppendOutcome o = std::move(b->outcome);
     bool resent = false;
+    // Re-appends follow the recovery schedule, counted from this failure (not from the send:
+    // a send may have waited for the window).
+    connector::RecoveryBackoff backoff(options_.recovery);
     for (;;) {
       const auto code = CodeOf(o);
       const bool landed = o.status.ok() || (resent && code == StorageError::OFFSET_ALREADY_EXISTS);
@@ -416,8 +431,9 @@ void BufferedStreamClient::repair() {
         report_failure(b, fatal);
         break;
       }
-      if (b->attempt >= options_.retry_max_attempts ||
-          Clock::now() - b->first_sent >= options_.max_retry_duration) {
+      std::optional<std::chrono::milliseconds> delay = std::chrono::milliseconds(0);
+      if (!stranded) delay = backoff.next();
+      if (!delay) {
         fatal = MarkedStatus(
             absl::Status(o.status.code(), fmt::format("an append to {} failed {} times: {}", table_,
                                                       b->attempt, o.status.message())),
@@ -425,8 +441,7 @@ void BufferedStreamClient::repair() {
         report_failure(b, fatal);
         break;
       }
-      if (!sleep_for(stranded ? std::chrono::milliseconds(0)
-                              : AppendRetryDelay(options_, b->attempt))) {
+      if (!sleep_for(*delay)) {
         fatal = absl::CancelledError("the BigQuery writer is shutting down");
         report_failure(b, fatal);
         break;
@@ -527,6 +542,15 @@ absl::Status BufferedStreamClient::shutdown() {
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
+  // The worker may have opened an appender after the first round: close every one, so no
+  // reader thread (and no callback) outlives shutdown.
+  {
+    std::lock_guard lock(mu_);
+    appenders.clear();
+    if (appender_) appenders.push_back(appender_);
+    for (auto& r : retired_) appenders.push_back(r);
+  }
+  for (auto& a : appenders) a->close(Clock::now());
   std::deque<BatchPtr> left;
   {
     std::lock_guard lock(mu_);

@@ -32,16 +32,19 @@ inline constexpr char kStreamFailurePayload[] = "gcpstream.bigquery/stream_failu
 // flushes them; the ledger records how far the stream is acknowledged.
 //
 // A restored table first probes its checkpointed stream: the first batch is appended at the
-// restored offset, synchronously. Success keeps the stream. OFFSET_ALREADY_EXISTS (the crashed
+// restored offset, synchronously (transient failures retried on the recovery schedule).
+// Success keeps the stream. OFFSET_ALREADY_EXISTS (the crashed
 // attempt appended further), OFFSET_OUT_OF_RANGE, a finalized or unknown stream, or a probe
 // that keeps failing abandon it for a fresh stream at offset 0: rows past the restored offset
 // were never named by a committable, so nothing ever flushes them. No stream is ever finalized
 // (a finalized stream refuses FlushRows, which a restored committable may still need).
 //
 // When an append fails, sending pauses until every append in flight is answered, then:
-//  - transient failures (RetriableAppend) and the OFFSET_OUT_OF_RANGE of appends stranded
-//    behind them are re-appended in order at their original offsets, under the retry_*
-//    schedule; OFFSET_ALREADY_EXISTS on a re-append means the original landed;
+//  - transient failures (RetriableAppend, the unanswered-append watchdog's cut included) and
+//    the OFFSET_OUT_OF_RANGE of appends stranded behind them are re-appended in order at their
+//    original offsets on the same stream (its connection reopened), under the recovery
+//    schedule (BigQueryWriterOptions::recovery: 500 ms doubling to 10 s, 10 attempts, ±25 %);
+//    OFFSET_ALREADY_EXISTS on a re-append means the original landed;
 //  - a request refused for some rows (row_errors; nothing of it is applied) reports those rows
 //    as row errors and its other rows, and every append behind it, as refused with their
 //    request (kRefusedWithItsRequestPayload), so the writer re-submits them at new offsets;
@@ -80,7 +83,6 @@ class BufferedStreamClient final : public connector::DestinationClient<BigQueryR
     std::int64_t bytes = 0;
     std::int64_t offset = -1;
     int attempt = 0;
-    std::chrono::steady_clock::time_point first_sent;
     bool done = false;  // answered (or failed to send); guarded by mu_
     AppendOutcome outcome;
   };

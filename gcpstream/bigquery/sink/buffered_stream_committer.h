@@ -26,9 +26,9 @@ namespace gcpstream::bigquery {
 // still propagating. What is left fails the job (signal_failed_*; the restart commits the
 // restored committables again): OFFSET_OUT_OF_RANGE (the stream lost rows it acknowledged),
 // STREAM_FINALIZED, STREAM_NOT_FOUND (the stream expired: its 7-day TTL without traffic), a
-// denial. Runs on the subtask thread and blocks it while retrying; a sleep ends early when
-// `cancelled` says so. Metrics: totalCommittables, successfulCommittables, failedCommittables,
-// flushRowsCalls, flushRowsRetries.
+// denial. Runs on the subtask thread and blocks it while retrying (at most the schedule's sum,
+// about a minute, per stream). Metrics: totalCommittables, successfulCommittables,
+// failedCommittables, flushRowsCalls, flushRowsRetries.
 class BufferedStreamCommitter final : public Committer<BufferedStreamPosition> {
  public:
   BufferedStreamCommitter(std::shared_ptr<BigQueryWriteStub> stub,

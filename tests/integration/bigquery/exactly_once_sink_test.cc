@@ -270,6 +270,52 @@ TEST_F(ExactlyOnceSinkIT, AJobWritesEachRowOnceThroughFailedAndLostAppendsAndAFa
   EXPECT_GE(result.metric("bigquery", "flushRowsRetries"), 1);
 }
 
+TEST_F(ExactlyOnceSinkIT, AnAppendNeverAnsweredIsCutAndAppendedAgainAtItsOffset) {
+  testing::FakeOptions faults;
+  faults.stall_on_append = 3;
+  faults.stall = 20s;
+  fake_->set_options(faults);
+  auto serializer =
+      BigQuerySerializationSchema<std::int64_t>::json(Schema(), [](const std::int64_t& n) {
+        return absl::StatusOr<std::optional<nlohmann::json>>(nlohmann::json{{"n", n}});
+      });
+  ASSERT_TRUE(serializer.ok());
+  BigQueryWriterOptions options;
+  options.max_append_request_bytes = 500;
+  options.append_answer_timeout = 300ms;  // the watchdog; the default is 5 minutes
+  options.recovery.initial_backoff = 10ms;
+  auto sink = BigQuerySink<std::int64_t>::builder()
+                  .destination(kTable)
+                  .write_method(WriteMethod::kStorageApiExactlyOnce)
+                  .serializer(*serializer)
+                  .writer_options(options)
+                  .emulator_endpoint(fake_->grpc_endpoint())
+                  .emulator_rest_endpoint(fake_->rest_endpoint())
+                  .build();
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  testing::TestMailbox mailbox;
+  testing::FakeWriterInitContext context(mailbox);
+  TestCommitterContext committer_context;
+  auto w = (*sink)->restore_writer(context, {});
+  ASSERT_TRUE(w.ok());
+  auto committer = (*sink)->create_committer(committer_context);
+  ASSERT_TRUE(committer.ok());
+  const auto start = std::chrono::steady_clock::now();
+  write(**w, 0, 500);
+  ASSERT_TRUE((*w)->flush(false).ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 15s) << "the stalled append was not cut";
+  auto* committing =
+      dynamic_cast<CommittingSinkWriter<std::int64_t, BufferedStreamPosition>*>(w->get());
+  auto c = committing->prepare_commit();
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ(c->size(), 1u);
+  EXPECT_EQ((*c)[0].offset, 500);
+  ASSERT_TRUE(commit(**committer, *c).ok());
+  EXPECT_EQ(visible(), once(0, 500));
+  EXPECT_GE(context.metric("appendRetries"), 1);
+  ASSERT_TRUE((*w)->close().ok());
+}
+
 TEST_F(ExactlyOnceSinkIT, RowsTheServiceRefusesAreRoutedAndTheOthersWrittenOnce) {
   auto fields = TableSchemaToJson(Schema());
   fields[1]["maxLength"] = "2";
