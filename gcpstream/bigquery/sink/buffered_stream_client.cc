@@ -6,7 +6,6 @@
 #include <future>
 
 #include "gcpstream/bigquery/sink/append_retry.h"
-#include "gcpstream/bigquery/sink/default_stream_client.h"
 #include "gcpstream/connector/recovery_backoff.h"
 
 namespace gcpstream::bigquery {
@@ -59,23 +58,19 @@ void BufferedStreamClient::start() {
 
 void BufferedStreamClient::submit(BigQueryRow&& row, std::uint64_t token) {
   if (!current_) current_ = std::make_shared<Batch>();
-  const auto bytes = static_cast<std::int64_t>(row.bytes.size());
-  if (!current_->rows.empty() && current_->bytes + bytes > options_.max_append_request_bytes) {
+  if (current_->overflows(static_cast<std::int64_t>(row.bytes.size()),
+                          options_.max_append_request_bytes)) {
     flush();
     current_ = std::make_shared<Batch>();
   }
-  current_->bytes += bytes;
-  current_->rows.push_back(std::move(row));
-  current_->tokens.push_back(token);
+  current_->add(std::move(row), token);
   if (current_->bytes >= options_.max_append_request_bytes) flush();
 }
 
 void BufferedStreamClient::submit_solo(BigQueryRow&& row, std::uint64_t token) {
   flush();
   auto solo = std::make_shared<Batch>();
-  solo->bytes = static_cast<std::int64_t>(row.bytes.size());
-  solo->rows.push_back(std::move(row));
-  solo->tokens.push_back(token);
+  solo->add(std::move(row), token);
   enqueue(std::move(solo));
 }
 
@@ -155,13 +150,6 @@ void BufferedStreamClient::open_appender_locked(const std::string& stream) {
   appender_ = std::make_shared<StreamAppender>(stub_, std::move(o));
 }
 
-std::vector<std::string> BufferedStreamClient::rows_of(const Batch& batch) const {
-  std::vector<std::string> rows;
-  rows.reserve(batch.rows.size());
-  for (const auto& r : batch.rows) rows.push_back(r.bytes);
-  return rows;
-}
-
 void BufferedStreamClient::send(BatchPtr batch) {
   bool established;
   {
@@ -183,7 +171,7 @@ void BufferedStreamClient::send(BatchPtr batch) {
   ++batch->attempt;
   std::weak_ptr<BufferedStreamClient> self = weak_from_this();
   absl::Status sent = a->append(
-      rows_of(*batch), batch->offset,
+      batch->row_bytes(), batch->offset,
       [self, batch](AppendOutcome o) {
         if (auto client = self.lock()) client->on_outcome(batch, std::move(o));
       },
@@ -233,7 +221,7 @@ AppendOutcome BufferedStreamClient::append_and_wait(const BatchPtr& batch, std::
   auto answer = std::make_shared<std::promise<AppendOutcome>>();
   std::future<AppendOutcome> future = answer->get_future();
   absl::Status sent = a->append(
-      rows_of(*batch), offset, [answer](AppendOutcome o) { answer->set_value(std::move(o)); },
+      batch->row_bytes(), offset, [answer](AppendOutcome o) { answer->set_value(std::move(o)); },
       Clock::now() + options_.append_answer_timeout);
   if (!sent.ok()) {
     AppendOutcome failed;
@@ -463,41 +451,18 @@ void BufferedStreamClient::repair() {
 }
 
 void BufferedStreamClient::report_success(const BatchPtr& batch) {
-  std::vector<connector::SinkOutcome<BigQueryRow>> out;
-  out.reserve(batch->tokens.size());
-  for (auto token : batch->tokens) out.push_back({token, absl::OkStatus(), std::nullopt});
-  listener_->on_outcomes(std::move(out), nullptr);
+  ReportWritten(*listener_, *batch);
   finished();
 }
 
 void BufferedStreamClient::report_failure(const BatchPtr& batch, const absl::Status& status) {
-  std::vector<connector::SinkOutcome<BigQueryRow>> out;
-  out.reserve(batch->rows.size());
-  for (std::size_t i = 0; i < batch->rows.size(); ++i) {
-    out.push_back({batch->tokens[i], status, std::move(batch->rows[i])});
-  }
-  listener_->on_outcomes(std::move(out), nullptr);
+  ReportFailed(*listener_, *batch, status);
   finished();
 }
 
 void BufferedStreamClient::report_row_errors(const BatchPtr& batch,
                                              const storage_v1::AppendRowsResponse& response) {
-  std::vector<absl::Status> statuses(batch->rows.size());
-  for (const auto& e : response.row_errors()) {
-    if (e.index() >= 0 && static_cast<std::size_t>(e.index()) < statuses.size()) {
-      statuses[static_cast<std::size_t>(e.index())] =
-          MarkedStatus(absl::InvalidArgumentError(e.message()), kRowErrorPayload);
-    }
-  }
-  std::vector<connector::SinkOutcome<BigQueryRow>> out;
-  for (std::size_t i = 0; i < batch->rows.size(); ++i) {
-    absl::Status s = statuses[i].ok()
-                         ? MarkedStatus(absl::AbortedError("refused with its AppendRows request"),
-                                        kRefusedWithItsRequestPayload)
-                         : statuses[i];
-    out.push_back({batch->tokens[i], std::move(s), std::move(batch->rows[i])});
-  }
-  listener_->on_outcomes(std::move(out), nullptr);
+  ReportRowErrors(*listener_, *batch, response);
   finished();
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gcpstream/bigquery/client/stream_appender.h"
+#include "gcpstream/bigquery/sink/append_batch.h"
 #include "gcpstream/bigquery/sink/bigquery_serialization_schema.h"
 #include "gcpstream/bigquery/sink/bigquery_writer_options.h"
 #include "gcpstream/bigquery/sink/buffered_stream_ledger.h"
@@ -77,12 +78,8 @@ class BufferedStreamClient final : public connector::DestinationClient<BigQueryR
   void resume_parked() override {}
 
  private:
-  struct Batch {
-    std::vector<std::uint64_t> tokens;
-    std::vector<BigQueryRow> rows;
-    std::int64_t bytes = 0;
+  struct Batch : AppendBatch {
     std::int64_t offset = -1;
-    int attempt = 0;
     bool done = false;  // answered (or failed to send); guarded by mu_
     AppendOutcome outcome;
   };
@@ -103,7 +100,6 @@ class BufferedStreamClient final : public connector::DestinationClient<BigQueryR
   // False when the client started closing while it waited.
   bool sleep_for(std::chrono::milliseconds delay);
   void open_appender_locked(const std::string& stream);
-  std::vector<std::string> rows_of(const Batch& batch) const;
 
   void report_success(const BatchPtr& batch);
   void report_failure(const BatchPtr& batch, const absl::Status& status);

@@ -50,23 +50,19 @@ std::shared_ptr<StreamAppender> DefaultStreamClient::appender() {
 void DefaultStreamClient::submit(BigQueryRow&& row, std::uint64_t token) {
   if (!current_) current_ = std::make_shared<Batch>();
   // A row that would push the request past the bound starts the next one.
-  const auto bytes = static_cast<std::int64_t>(row.bytes.size());
-  if (!current_->rows.empty() && current_->bytes + bytes > options_.max_append_request_bytes) {
+  if (current_->overflows(static_cast<std::int64_t>(row.bytes.size()),
+                          options_.max_append_request_bytes)) {
     flush();
     current_ = std::make_shared<Batch>();
   }
-  current_->bytes += bytes;
-  current_->rows.push_back(std::move(row));
-  current_->tokens.push_back(token);
+  current_->add(std::move(row), token);
   if (current_->bytes >= options_.max_append_request_bytes) flush();
 }
 
 void DefaultStreamClient::submit_solo(BigQueryRow&& row, std::uint64_t token) {
   flush();
   auto solo = std::make_shared<Batch>();
-  solo->bytes = static_cast<std::int64_t>(row.bytes.size());
-  solo->rows.push_back(std::move(row));
-  solo->tokens.push_back(token);
+  solo->add(std::move(row), token);
   {
     std::lock_guard lock(mu_);
     ++outstanding_;
@@ -97,9 +93,7 @@ void DefaultStreamClient::send(std::shared_ptr<Batch> batch, bool may_wait) {
     fail(batch, absl::CancelledError("the BigQuery writer is shutting down"));
     return;
   }
-  std::vector<std::string> rows;
-  rows.reserve(batch->rows.size());
-  for (const auto& r : batch->rows) rows.push_back(r.bytes);
+  std::vector<std::string> rows = batch->row_bytes();
   std::weak_ptr<DefaultStreamClient> self = weak_from_this();
   auto a = appender();
   // The writer's thread never waits for the appender's window (it could not be cancelled while
@@ -157,31 +151,12 @@ void DefaultStreamClient::arm_watchdog() {
 
 void DefaultStreamClient::on_outcome(std::shared_ptr<Batch> batch, AppendOutcome o) {
   if (o.status.ok()) {
-    std::vector<connector::SinkOutcome<BigQueryRow>> out;
-    out.reserve(batch->tokens.size());
-    for (auto token : batch->tokens) out.push_back({token, absl::OkStatus(), std::nullopt});
-    listener_->on_outcomes(std::move(out), nullptr);
+    ReportWritten(*listener_, *batch);
     finished();
     return;
   }
   if (o.answered && o.response.row_errors_size() > 0) {
-    std::vector<absl::Status> statuses(batch->rows.size());
-    for (const auto& e : o.response.row_errors()) {
-      if (e.index() >= 0 && static_cast<std::size_t>(e.index()) < statuses.size()) {
-        statuses[static_cast<std::size_t>(e.index())] =
-            MarkedStatus(absl::InvalidArgumentError(e.message()), kRowErrorPayload);
-      }
-    }
-    std::vector<connector::SinkOutcome<BigQueryRow>> out;
-    for (std::size_t i = 0; i < batch->rows.size(); ++i) {
-      absl::Status s = statuses[i].ok()
-                           ? MarkedStatus(absl::AbortedError("refused with its AppendRows request, "
-                                                             "which another row failed"),
-                                          kRefusedWithItsRequestPayload)
-                           : statuses[i];
-      out.push_back({batch->tokens[i], std::move(s), std::move(batch->rows[i])});
-    }
-    listener_->on_outcomes(std::move(out), nullptr);
+    ReportRowErrors(*listener_, *batch, o.response);
     finished();
     return;
   }
@@ -215,12 +190,7 @@ void DefaultStreamClient::on_outcome(std::shared_ptr<Batch> batch, AppendOutcome
 }
 
 void DefaultStreamClient::fail(std::shared_ptr<Batch> batch, const absl::Status& status) {
-  std::vector<connector::SinkOutcome<BigQueryRow>> out;
-  out.reserve(batch->rows.size());
-  for (std::size_t i = 0; i < batch->rows.size(); ++i) {
-    out.push_back({batch->tokens[i], status, std::move(batch->rows[i])});
-  }
-  listener_->on_outcomes(std::move(out), nullptr);
+  ReportFailed(*listener_, *batch, status);
   finished();
 }
 

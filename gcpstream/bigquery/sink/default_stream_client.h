@@ -12,18 +12,13 @@
 #include <vector>
 
 #include "gcpstream/bigquery/client/stream_appender.h"
+#include "gcpstream/bigquery/sink/append_batch.h"
 #include "gcpstream/bigquery/sink/bigquery_serialization_schema.h"
 #include "gcpstream/bigquery/sink/bigquery_writer_options.h"
 #include "gcpstream/connector/sink_outcome.h"
 #include "gcpstream/util/timer_thread.h"
 
 namespace gcpstream::bigquery {
-
-// Payload keys the client puts on the statuses it reports, so the adapter classifies without
-// reading messages: a row the service named in row_errors, and a row refused only because the
-// request it travelled in was refused for another row (resent, never routed).
-inline constexpr char kRowErrorPayload[] = "gcpstream.bigquery/row_error";
-inline constexpr char kRefusedWithItsRequestPayload[] = "gcpstream.bigquery/refused_with_request";
 
 // The at-least-once writer's client for one table: rows are batched up to
 // max_append_request_bytes and appended to the table's `_default` stream through one
@@ -57,11 +52,7 @@ class DefaultStreamClient final : public connector::DestinationClient<BigQueryRo
   void resume_parked() override;
 
  private:
-  struct Batch {
-    std::vector<std::uint64_t> tokens;
-    std::vector<BigQueryRow> rows;
-    std::int64_t bytes = 0;
-    int attempt = 0;
+  struct Batch : AppendBatch {
     std::chrono::steady_clock::time_point first_sent;
   };
 

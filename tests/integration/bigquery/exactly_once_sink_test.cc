@@ -95,6 +95,13 @@ class ExactlyOnceSinkIT : public ::testing::Test {
     SinkWriterContext ctx;
     for (std::int64_t n = from; n < to; ++n) ASSERT_TRUE(w.write(n, ctx).ok()) << n;
   }
+  // The writer's committables at a checkpoint (after flush()).
+  static absl::StatusOr<Positions> prepare(SinkWriter<std::int64_t>& w) {
+    auto* committing =
+        dynamic_cast<CommittingSinkWriter<std::int64_t, BufferedStreamPosition>*>(&w);
+    if (committing == nullptr) return absl::InternalError("not a committing writer");
+    return committing->prepare_commit();
+  }
   static absl::Status commit(Committer<BufferedStreamPosition>& c, const Positions& positions) {
     std::vector<CommitRequest<BufferedStreamPosition>> requests;
     for (const auto& p : positions) requests.emplace_back(p);
@@ -120,10 +127,7 @@ TEST_F(ExactlyOnceSinkIT, RowsBecomeVisibleOnlyWhenTheCommitterFlushesTheirCheck
 
   write(**w, 0, 300);
   ASSERT_TRUE((*w)->flush(false).ok());
-  auto* committing =
-      dynamic_cast<CommittingSinkWriter<std::int64_t, BufferedStreamPosition>*>(w->get());
-  ASSERT_NE(committing, nullptr);
-  auto first = committing->prepare_commit();
+  auto first = prepare(**w);
   ASSERT_TRUE(first.ok());
   ASSERT_EQ(first->size(), 1u);
   EXPECT_EQ((*first)[0].offset, 300);
@@ -138,12 +142,12 @@ TEST_F(ExactlyOnceSinkIT, RowsBecomeVisibleOnlyWhenTheCommitterFlushesTheirCheck
   ASSERT_TRUE(commit(**committer, *first).ok());
   EXPECT_EQ(visible(), once(0, 300)) << "only the completed checkpoint's rows are visible";
 
-  auto second = committing->prepare_commit();
+  auto second = prepare(**w);
   ASSERT_TRUE(second.ok());
   ASSERT_EQ(second->size(), 1u);
   EXPECT_EQ((*second)[0].stream, (*first)[0].stream) << "the stream is reused across checkpoints";
   EXPECT_EQ((*second)[0].offset, 400);
-  auto nothing = committing->prepare_commit();
+  auto nothing = prepare(**w);
   ASSERT_TRUE(nothing.ok());
   EXPECT_TRUE(nothing->empty()) << "an unchanged table yields no committable";
   ASSERT_TRUE(commit(**committer, *second).ok());
@@ -169,9 +173,7 @@ TEST_F(ExactlyOnceSinkIT, ARestoredWriterAbandonsAStreamTheCrashedRunAppendedPas
     ASSERT_TRUE(w.ok()) << w.status();
     write(**w, 0, 100);
     ASSERT_TRUE((*w)->flush(false).ok());
-    auto* committing =
-        dynamic_cast<CommittingSinkWriter<std::int64_t, BufferedStreamPosition>*>(w->get());
-    ASSERT_TRUE(committing->prepare_commit().ok());
+    ASSERT_TRUE(prepare(**w).ok());
     checkpointed = *(*w)->snapshot_state(1);
     // Appended after the checkpoint, then the process dies before the next one.
     write(**w, 100, 150);
@@ -191,9 +193,7 @@ TEST_F(ExactlyOnceSinkIT, ARestoredWriterAbandonsAStreamTheCrashedRunAppendedPas
   EXPECT_EQ(*before, checkpointed) << "a restored table not yet written keeps its position";
   write(**w, 100, 150);
   ASSERT_TRUE((*w)->flush(false).ok());
-  auto* committing =
-      dynamic_cast<CommittingSinkWriter<std::int64_t, BufferedStreamPosition>*>(w->get());
-  auto next = committing->prepare_commit();
+  auto next = prepare(**w);
   ASSERT_TRUE(next.ok());
   ASSERT_EQ(next->size(), 1u);
   EXPECT_NE((*next)[0].stream, checkpointed[0].stream)
@@ -218,9 +218,7 @@ TEST_F(ExactlyOnceSinkIT, ARestoredWriterResumesItsStreamWhenNothingFollowedTheC
     ASSERT_TRUE(w.ok());
     write(**w, 0, 80);
     ASSERT_TRUE((*w)->flush(false).ok());
-    auto* committing =
-        dynamic_cast<CommittingSinkWriter<std::int64_t, BufferedStreamPosition>*>(w->get());
-    auto c = committing->prepare_commit();
+    auto c = prepare(**w);
     ASSERT_TRUE(c.ok());
     checkpointed = *c;
     // Killed between the checkpoint and its completion notification: nothing committed yet.
@@ -234,9 +232,7 @@ TEST_F(ExactlyOnceSinkIT, ARestoredWriterResumesItsStreamWhenNothingFollowedTheC
   ASSERT_TRUE(w.ok());
   write(**w, 80, 120);
   ASSERT_TRUE((*w)->flush(false).ok());
-  auto* committing =
-      dynamic_cast<CommittingSinkWriter<std::int64_t, BufferedStreamPosition>*>(w->get());
-  auto next = committing->prepare_commit();
+  auto next = prepare(**w);
   ASSERT_TRUE(next.ok());
   ASSERT_EQ(next->size(), 1u);
   EXPECT_EQ((*next)[0].stream, checkpointed[0].stream) << "the probe at offset 80 succeeded";
@@ -251,7 +247,7 @@ TEST_F(ExactlyOnceSinkIT, AJobWritesEachRowOnceThroughFailedAndLostAppendsAndAFa
   testing::FakeOptions faults;
   faults.unavailable_on_append = 4;
   faults.lose_response_on_append = 9;
-  faults.unavailable_on_flush = 2;
+  faults.unavailable_on_flush = 1;  // the first FlushRows: every run has one
   fake_->set_options(faults);
   StreamExecutionEnvironment env;
   env.set_parallelism(2);
@@ -304,9 +300,7 @@ TEST_F(ExactlyOnceSinkIT, AnAppendNeverAnsweredIsCutAndAppendedAgainAtItsOffset)
   write(**w, 0, 500);
   ASSERT_TRUE((*w)->flush(false).ok());
   EXPECT_LT(std::chrono::steady_clock::now() - start, 15s) << "the stalled append was not cut";
-  auto* committing =
-      dynamic_cast<CommittingSinkWriter<std::int64_t, BufferedStreamPosition>*>(w->get());
-  auto c = committing->prepare_commit();
+  auto c = prepare(**w);
   ASSERT_TRUE(c.ok());
   ASSERT_EQ(c->size(), 1u);
   EXPECT_EQ((*c)[0].offset, 500);
@@ -346,9 +340,7 @@ TEST_F(ExactlyOnceSinkIT, RowsTheServiceRefusesAreRoutedAndTheOthersWrittenOnce)
   ASSERT_TRUE(committer.ok());
   write(**w, 0, 200);
   ASSERT_TRUE((*w)->flush(false).ok());
-  auto* committing =
-      dynamic_cast<CommittingSinkWriter<std::int64_t, BufferedStreamPosition>*>(w->get());
-  auto c = committing->prepare_commit();
+  auto c = prepare(**w);
   ASSERT_TRUE(c.ok());
   ASSERT_EQ(c->size(), 1u);
   EXPECT_EQ((*c)[0].offset, 180) << "refused requests never advance the stream";
@@ -374,9 +366,7 @@ TEST_F(ExactlyOnceSinkIT, AFinalizedStreamFailsTheCommitNamingIt) {
   ASSERT_TRUE(committer.ok());
   write(**w, 0, 10);
   ASSERT_TRUE((*w)->flush(false).ok());
-  auto* committing =
-      dynamic_cast<CommittingSinkWriter<std::int64_t, BufferedStreamPosition>*>(w->get());
-  auto c = committing->prepare_commit();
+  auto c = prepare(**w);
   ASSERT_TRUE(c.ok());
   ASSERT_EQ(c->size(), 1u);
   connector::ClientOptions client;
