@@ -107,6 +107,12 @@ BigQuerySinkSpec ParseBigQuerySink(YamlMap& m) {
   if (!spec.schema.fields.empty()) {
     m.check("table_create_options", spec.table_create_options.validate(spec.schema));
   }
+  {
+    YamlMap u = m.map("schema_update_options");
+    spec.schema_update_options.allow_new_fields = u.boolean("allow_new_fields", false);
+    spec.schema_update_options.allow_field_relaxation = u.boolean("allow_field_relaxation", false);
+    u.finish();
+  }
   spec.emulator_endpoint = m.optional_string("emulator_endpoint");
   spec.emulator_rest_endpoint = m.optional_string("emulator_rest_endpoint");
   if (spec.emulator_rest_endpoint) {

@@ -293,6 +293,7 @@ absl::Status AttachBigQuery(const BigQuerySinkSpec& sink,
       .create_disposition(sink.create_if_needed ? bigquery::CreateDisposition::kCreateIfNeeded
                                                 : bigquery::CreateDisposition::kCreateNever)
       .table_create_options(sink.table_create_options)
+      .schema_update_options(sink.schema_update_options)
       .writer_options(sink.writer_options)
       .failure_handler(std::move(handler));
   if (sink.emulator_rest_endpoint) builder.emulator_rest_endpoint(*sink.emulator_rest_endpoint);

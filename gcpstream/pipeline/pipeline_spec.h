@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "gcpstream/bigquery/schema/schema_reconciliation.h"
 #include "gcpstream/bigquery/schema/table_schema.h"
 #include "gcpstream/bigquery/sink/bigquery_writer_options.h"
 #include "gcpstream/bigtable/admin/table_create_options.h"
@@ -291,6 +292,7 @@ struct BigQuerySinkSpec {
   bigquery::WriteMethod write_method = bigquery::WriteMethod::kStorageApiAtLeastOnce;
   bool create_if_needed = true;  // create_disposition
   bigquery::TableCreateOptions table_create_options;
+  bigquery::SchemaUpdateOptions schema_update_options;
   std::optional<std::string> emulator_endpoint;
   std::optional<std::string> emulator_rest_endpoint;
   std::optional<std::string> service_account_key_file;

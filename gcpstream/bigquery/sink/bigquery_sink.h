@@ -94,6 +94,11 @@ class BigQuerySink final : public Sink<T>,
       disposition_ = d;
       return *this;
     }
+    // Which changes the sink may make to an existing table so it takes the rows [none].
+    Builder& schema_update_options(SchemaUpdateOptions o) {
+      schema_updates_ = o;
+      return *this;
+    }
     Builder& table_create_options(TableCreateOptions o) {
       create_options_ = std::move(o);
       return *this;
@@ -169,6 +174,7 @@ class BigQuerySink final : public Sink<T>,
     BigQuerySerializationSchema<T> serializer_;
     CreateDisposition disposition_ = CreateDisposition::kCreateIfNeeded;
     TableCreateOptions create_options_;
+    SchemaUpdateOptions schema_updates_;
     BigQueryWriterOptions options_;
     std::shared_ptr<connector::FailureHandler> handler_;
     connector::ClientOptions client_;
@@ -203,6 +209,7 @@ class BigQuerySink final : public Sink<T>,
     config.options = b_.options_;
     config.create_disposition = b_.disposition_;
     config.table_create_options = b_.create_options_;
+    config.schema_updates = b_.schema_updates_;
     config.schema = b_.serializer_.schema();
     config.writer_descriptor = b_.serializer_.writer_descriptor();
     config.failure_handler = b_.handler_ ? b_.handler_ : connector::FailureHandler::fail_job();

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/cord.h"
+#include "gcpstream/bigquery/schema/schema_reconciliation.h"
 #include "gcpstream/bigquery/sink/buffered_stream_client.h"
 #include "gcpstream/bigquery/sink/default_stream_client.h"
 #include "gcpstream/connector/await_on_mailbox.h"
@@ -29,6 +30,7 @@ class BigQuerySinkAdapter final
         mailbox_(context.mailbox_executor()),
         tables_created_(context.metric_group().counter("tablesCreated")),
         append_retries_(context.metric_group().counter("appendRetries")),
+        schema_updates_(context.metric_group().counter("schemaUpdates")),
         timers_(std::make_shared<util::TimerThread>()) {}
 
   std::string describe(const BigQueryTableDestination& t) const override {
@@ -85,6 +87,11 @@ class BigQuerySinkAdapter final
     if (create && status.code() == absl::StatusCode::kPermissionDenied) {
       return connector::FailureClass::kRepairable;
     }
+    // A table without the rows' columns, when the sink may add them: reconciled by repair().
+    if (config_.schema_updates.any() &&
+        StorageErrorOf(status) == storage_v1::StorageError::SCHEMA_MISMATCH_EXTRA_FIELDS) {
+      return connector::FailureClass::kRepairable;
+    }
     // INVALID_ARGUMENT without row detail is about the request or the schema: fatal.
     if (status.code() == absl::StatusCode::kInvalidArgument) return connector::FailureClass::kFatal;
     connector::ClassifierRules rules;
@@ -100,55 +107,26 @@ class BigQuerySinkAdapter final
     return status.GetPayload(kRefusedWithItsRequestPayload).has_value();
   }
 
+  // Makes the table able to take the rows: an existing table is reconciled with the rows'
+  // schema (when schema_update_options allow a change), a missing one is created.
   connector::RepairResult repair(const BigQueryTableDestination& t,
                                  const std::vector<const BigQueryRow*>&) override {
     connector::RepairResult r;
-    nlohmann::json resource = {{"schema", {{"fields", TableSchemaToJson(config_.schema)}}}};
-    const auto& o = config_.table_create_options;
-    if (!o.time_partitioning.is_null()) resource["timePartitioning"] = o.time_partitioning;
-    if (!o.clustering_fields.empty()) resource["clustering"] = {{"fields", o.clustering_fields}};
-    if (!o.description.empty()) resource["description"] = o.description;
     std::shared_ptr<TableAdmin> admin = config_.admin;
-    std::thread worker;
-    // The REST call carries its own timeout; the writer yields to its mailbox meanwhile.
-    auto created = connector::AwaitOnMailbox<absl::StatusOr<nlohmann::json>>(
-        mailbox_, "bigquery table created",
-        [&](std::function<void(absl::StatusOr<nlohmann::json>)> done) {
-          worker = std::thread([admin, t, resource, done = std::move(done)]() mutable {
-            done(admin->insert_table(t, std::move(resource)));
-          });
-        });
-    if (worker.joinable()) worker.join();
-    if (!created.ok()) {
-      r.status = created.status();
+    auto live = admin_call("bigquery table read", [admin, t] { return admin->get_table(t); });
+    if (!live.ok()) {
+      r.status = live.status();
       r.permanent = true;  // the subtask is being cancelled
       return r;
     }
-    // One count per table this writer asked to create, however many attempts it took.
-    if (asked_.insert(t.resource_name()).second) tables_created_.inc();
-    if (created->ok()) {
-      r.created = true;
-      spdlog::info("BigQuery sink: created table {}", t.resource_name());
+    if (live->ok()) return reconcile(t, **live);
+    const absl::StatusCode code = live->status().code();
+    if (code != absl::StatusCode::kNotFound && code != absl::StatusCode::kPermissionDenied) {
+      r.status = live->status();
+      r.permanent = !Retriable(live->status());
       return r;
     }
-    const absl::Status& failed = created->status();
-    if (failed.code() == absl::StatusCode::kAlreadyExists) return r;  // lost the race: fine
-    r.status = failed;
-    // Rate limits and outages are worth another attempt; a denial or a bad schema is not.
-    const std::string reason = ErrorReasonOf(failed);
-    const bool retry =
-        failed.code() == absl::StatusCode::kUnavailable ||
-        failed.code() == absl::StatusCode::kDeadlineExceeded ||
-        failed.code() == absl::StatusCode::kInternal ||
-        (failed.code() == absl::StatusCode::kResourceExhausted && reason != "quotaExceeded");
-    r.permanent = !retry;
-    if (failed.code() == absl::StatusCode::kPermissionDenied) {
-      r.status = absl::PermissionDeniedError(fmt::format(
-          "creating {} was denied (the credentials need bigquery.tables.create on the dataset, "
-          "or set create_disposition CREATE_NEVER and create it): {}",
-          t.resource_name(), failed.message()));
-    }
-    return r;
+    return create(t);
   }
 
   absl::Status fatal_failure(const BigQueryTableDestination& t,
@@ -166,7 +144,8 @@ class BigQuerySinkAdapter final
       return absl::Status(
           cause.code(),
           fmt::format("the rows for {} carry columns the table does not have ({}); add them to "
-                      "the table or change the serializer's schema",
+                      "the table, change the serializer's schema, or allow the sink to add them "
+                      "(schema_update_options allow_new_fields)",
                       t.resource_name(), cause.message()));
     }
     return absl::Status(cause.code(), fmt::format("appending to {} failed: {}", t.resource_name(),
@@ -182,11 +161,120 @@ class BigQuerySinkAdapter final
         row ? std::move(row->bytes) : std::string(), std::move(status), service_rejection);
   }
 
+  // Runs `call` (a blocking REST call with its own timeout) on a thread of its own while the
+  // writer yields to its mailbox. The outer error: the subtask is being cancelled.
+  absl::StatusOr<absl::StatusOr<nlohmann::json>> admin_call(
+      const char* what, std::function<absl::StatusOr<nlohmann::json>()> call) {
+    std::thread worker;
+    auto answer = connector::AwaitOnMailbox<absl::StatusOr<nlohmann::json>>(
+        mailbox_, what, [&](std::function<void(absl::StatusOr<nlohmann::json>)> done) {
+          worker = std::thread(
+              [call = std::move(call), done = std::move(done)]() mutable { done(call()); });
+        });
+    if (worker.joinable()) worker.join();
+    return answer;
+  }
+
+  // Rate limits and outages are worth another attempt; a denial or a bad schema is not.
+  static bool Retriable(const absl::Status& failed) {
+    const std::string reason = ErrorReasonOf(failed);
+    return failed.code() == absl::StatusCode::kUnavailable ||
+           failed.code() == absl::StatusCode::kDeadlineExceeded ||
+           failed.code() == absl::StatusCode::kInternal ||
+           (failed.code() == absl::StatusCode::kResourceExhausted && reason != "quotaExceeded");
+  }
+
+  connector::RepairResult create(const BigQueryTableDestination& t) {
+    connector::RepairResult r;
+    nlohmann::json resource = {{"schema", {{"fields", TableSchemaToJson(config_.schema)}}}};
+    const auto& o = config_.table_create_options;
+    if (!o.time_partitioning.is_null()) resource["timePartitioning"] = o.time_partitioning;
+    if (!o.clustering_fields.empty()) resource["clustering"] = {{"fields", o.clustering_fields}};
+    if (!o.description.empty()) resource["description"] = o.description;
+    std::shared_ptr<TableAdmin> admin = config_.admin;
+    auto created = admin_call("bigquery table created", [admin, t, resource]() mutable {
+      return admin->insert_table(t, std::move(resource));
+    });
+    if (!created.ok()) {
+      r.status = created.status();
+      r.permanent = true;  // the subtask is being cancelled
+      return r;
+    }
+    // One count per table this writer asked to create, however many attempts it took.
+    if (asked_.insert(t.resource_name()).second) tables_created_.inc();
+    if (created->ok()) {
+      r.created = true;
+      spdlog::info("BigQuery sink: created table {}", t.resource_name());
+      return r;
+    }
+    const absl::Status& failed = created->status();
+    if (failed.code() == absl::StatusCode::kAlreadyExists) return r;  // lost the race: fine
+    r.status = failed;
+    r.permanent = !Retriable(failed);
+    if (failed.code() == absl::StatusCode::kPermissionDenied) {
+      r.status = absl::PermissionDeniedError(fmt::format(
+          "creating {} was denied (the credentials need bigquery.tables.create on the dataset, "
+          "or set create_disposition CREATE_NEVER and create it): {}",
+          t.resource_name(), failed.message()));
+    }
+    return r;
+  }
+
+  // Widens an existing table's schema to the rows' (SchemaUpdateOptions), guarded by its etag;
+  // with nothing to change the rows are simply resent (a table still propagating).
+  connector::RepairResult reconcile(const BigQueryTableDestination& t, const nlohmann::json& live) {
+    connector::RepairResult r;
+    if (!config_.schema_updates.any()) return r;
+    absl::StatusOr<TableSchema> current =
+        live.contains("schema") && live["schema"].contains("fields")
+            ? TableSchemaFromJson(live["schema"]["fields"])
+            : absl::StatusOr<TableSchema>(TableSchema{});
+    absl::StatusOr<std::optional<TableSchema>> wanted =
+        current.ok() ? ReconcileSchema(*current, config_.schema, config_.schema_updates)
+                     : absl::StatusOr<std::optional<TableSchema>>(current.status());
+    if (!wanted.ok()) {
+      r.status = absl::Status(wanted.status().code(),
+                              fmt::format("the schema of {} cannot take the rows: {}",
+                                          t.resource_name(), wanted.status().message()));
+      r.permanent = true;
+      return r;
+    }
+    if (!wanted->has_value()) return r;
+    nlohmann::json patch = {{"schema", {{"fields", TableSchemaToJson(**wanted)}}}};
+    const std::string etag = live.value("etag", "");
+    std::shared_ptr<TableAdmin> admin = config_.admin;
+    auto patched = admin_call("bigquery table schema updated", [admin, t, patch, etag] {
+      return admin->patch_table(t, patch, etag);
+    });
+    if (!patched.ok()) {
+      r.status = patched.status();
+      r.permanent = true;
+      return r;
+    }
+    if (patched->ok()) {
+      schema_updates_.inc();
+      spdlog::info("BigQuery sink: updated the schema of {} to take the rows' columns",
+                   t.resource_name());
+      return r;
+    }
+    r.status = patched->status();
+    // A stale etag means another writer changed the table: read it again and retry.
+    r.permanent =
+        !(Retriable(r.status) || r.status.code() == absl::StatusCode::kFailedPrecondition);
+    if (r.status.code() == absl::StatusCode::kPermissionDenied) {
+      r.status = absl::PermissionDeniedError(fmt::format(
+          "updating the schema of {} was denied (the credentials need bigquery.tables.update): {}",
+          t.resource_name(), r.status.message()));
+    }
+    return r;
+  }
+
  private:
   BigQueryWriterConfig config_;
   MailboxExecutor& mailbox_;
   Counter& tables_created_;
   Counter& append_retries_;
+  Counter& schema_updates_;
   std::shared_ptr<util::TimerThread> timers_;
   std::set<std::string> asked_;
 };

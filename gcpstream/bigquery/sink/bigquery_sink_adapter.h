@@ -6,6 +6,7 @@
 #include "gcpstream/api/sink.h"
 #include "gcpstream/bigquery/admin/table_admin.h"
 #include "gcpstream/bigquery/client/write_stub.h"
+#include "gcpstream/bigquery/schema/schema_reconciliation.h"
 #include "gcpstream/bigquery/schema/table_schema.h"
 #include "gcpstream/bigquery/sink/bigquery_serialization_schema.h"
 #include "gcpstream/bigquery/sink/bigquery_writer_options.h"
@@ -26,6 +27,8 @@ struct BigQueryWriterConfig {
   std::shared_ptr<connector::FailureHandler> failure_handler;
   std::shared_ptr<BigQueryWriteStub> stub;
   std::shared_ptr<TableAdmin> admin;
+  // May the writer widen an existing table (new columns, relaxed REQUIRED) to take the rows?
+  SchemaUpdateOptions schema_updates;
   // Set for STORAGE_API_EXACTLY_ONCE: each table gets a BufferedStreamClient recording its
   // stream position here (and is kept until that position is committed). Unset: the default
   // stream (STORAGE_API_AT_LEAST_ONCE).
@@ -40,6 +43,9 @@ struct BigQueryWriterConfig {
 //    repaired by creating the table (HTTP 409 counts as created) and resending, within the
 //    recovery budget; a rate-limited creation (429, 403 rateLimitExceeded) spends an attempt of
 //    it; under CREATE_NEVER both fail the job;
+//  - a table without the rows' columns (SCHEMA_MISMATCH_EXTRA_FIELDS) is widened under
+//    schema_updates (tables.get, ReconcileSchema, tables.patch with the etag; metric
+//    schemaUpdates), then the rows are resent on a new connection; without it the job fails;
 //  - rows named in row_errors are record-level (confirmed alone, then routed); the other rows
 //    of their request are resent; a writer schema the table cannot take
 //    (SCHEMA_MISMATCH_EXTRA_FIELDS) and any other INVALID_ARGUMENT without row detail fail the

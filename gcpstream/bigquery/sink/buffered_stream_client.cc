@@ -163,6 +163,11 @@ void BufferedStreamClient::send(BatchPtr batch) {
   std::shared_ptr<StreamAppender> a;
   {
     std::lock_guard lock(mu_);
+    if (reopen_) {
+      // After the writer widened the table: a new connection sends the writer schema again.
+      open_appender_locked(stream_);
+      reopen_ = false;
+    }
     batch->offset = next_offset_;
     next_offset_ += static_cast<std::int64_t>(batch->rows.size());
     in_flight_.push_back(batch);
@@ -412,6 +417,13 @@ void BufferedStreamClient::repair() {
         rewound = true;
         break;
       }
+      if (code == StorageError::SCHEMA_MISMATCH_EXTRA_FIELDS) {
+        // Refused whole, so nothing landed: the writer may widen the table (schema updates)
+        // and resend these rows, and those behind them, at new offsets.
+        report_failure(b, o.status);
+        rewound = true;
+        break;
+      }
       // Stranded behind an earlier failure: its turn comes now, at the same offset.
       const bool stranded = !resent && code == StorageError::OFFSET_OUT_OF_RANGE;
       if (!stranded && !RetriableAppend(o)) {
@@ -470,6 +482,11 @@ void BufferedStreamClient::report_refused_with_request(const BatchPtr& batch) {
   report_failure(batch, MarkedStatus(absl::AbortedError("sent behind a refused AppendRows request; "
                                                         "appended again at a new offset"),
                                      kRefusedWithItsRequestPayload));
+}
+
+void BufferedStreamClient::resume_parked() {
+  std::lock_guard lock(mu_);
+  if (!stream_.empty()) reopen_ = true;
 }
 
 void BufferedStreamClient::finished() {

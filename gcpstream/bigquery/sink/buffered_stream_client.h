@@ -51,7 +51,9 @@ inline constexpr char kStreamFailurePayload[] = "gcpstream.bigquery/stream_failu
 //    request (kRefusedWithItsRequestPayload), so the writer re-submits them at new offsets;
 //  - anything else, spent retries, OFFSET_OUT_OF_RANGE on a re-append, an acknowledgement behind
 //    a refused request or an offset echo that differs fail the job (kStreamFailurePayload).
-// A CreateWriteStream failure is reported unmarked, so the writer may create a missing table.
+// A CreateWriteStream failure and SCHEMA_MISMATCH_EXTRA_FIELDS (the request refused whole, what
+// follows it resent at new offsets) are reported unmarked, so the writer may create or widen the
+// table.
 //
 // submit / submit_solo / flush run on the writer's thread and never block: sends, the probe,
 // stream creation, re-appends and the unanswered-append watchdog run on the client's own
@@ -74,8 +76,10 @@ class BufferedStreamClient final : public connector::DestinationClient<BigQueryR
   void submit_solo(BigQueryRow&& row, std::uint64_t token) override;
   void flush() override;
   absl::Status shutdown() override;
-  // After the writer created the table: the next append tries CreateWriteStream again.
-  void resume_parked() override {}
+  // After the writer created or widened the table: the next append creates the stream if there
+  // is none, or reopens the connection to it (the service checks the writer schema per
+  // connection); the stream and its offset stay.
+  void resume_parked() override;
 
  private:
   struct Batch : AppendBatch {
@@ -129,6 +133,7 @@ class BufferedStreamClient final : public connector::DestinationClient<BigQueryR
   std::int64_t acked_end_ = 0;    // rows [0, acked_end_) acknowledged
   std::int64_t outstanding_ = 0;  // batches accepted and not yet reported
   bool repairing_ = false;
+  bool reopen_ = false;
   absl::Status broken_;  // a stream failure: everything after it fails the same way
   bool closing_ = false;
   bool stopping_ = false;

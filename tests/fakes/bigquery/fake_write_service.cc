@@ -30,6 +30,7 @@ struct Connection {
   std::string table;
   bool default_stream = false;
   google::protobuf::DescriptorProto writer_schema;
+  bool has_writer_schema = false;  // the connection declared one (kept after a refusal)
   std::unique_ptr<RowDecoder> decoder;
   std::int64_t decoder_version = -1;  // the table schema version the decoder was built for
   std::int64_t seen_version = -1;     // the schema version the client was last told about
@@ -152,14 +153,19 @@ class WriteService final : public storage::BigQueryWrite::Service {
     }
     const auto& data = request.proto_rows();
     const bool new_schema = data.has_writer_schema();
-    if (new_schema) c.writer_schema = data.writer_schema().proto_descriptor();
-    if (!new_schema && c.decoder == nullptr) {
+    if (new_schema) {
+      c.writer_schema = data.writer_schema().proto_descriptor();
+      c.has_writer_schema = true;
+    }
+    if (!c.has_writer_schema) {
       SetError(response,
                grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                             "the first AppendRows request on a connection carries writer_schema"));
       return;
     }
-    if (new_schema || c.decoder_version != version) {
+    // The writer schema stays the connection's even when the table refused it: each later
+    // request is checked against it again (and refused again until the table changes).
+    if (new_schema || c.decoder == nullptr || c.decoder_version != version) {
       RowDecoder::Refusal refusal;
       auto decoder = RowDecoder::Create(c.writer_schema, schema, &refusal);
       if (!decoder.ok()) {

@@ -276,6 +276,59 @@ TEST_F(BigQuerySinkIT, ATableWithoutTheSerializersColumnsFailsTheJobAndRoutesNot
   ASSERT_TRUE((*w)->close().ok());
 }
 
+// Both write methods: an existing table lacking the rows' columns is widened when the sink may
+// (schema_update_options), then every row is written once.
+class SchemaUpdateIT : public BigQuerySinkIT, public ::testing::WithParamInterface<WriteMethod> {};
+
+TEST_P(SchemaUpdateIT, ATableMissingTheRowsColumnsIsWidenedAndEveryRowWritten) {
+  ASSERT_TRUE(fake_
+                  ->add_table("p", "d",
+                              {{"tableReference", {{"tableId", "numbers"}}},
+                               {"schema",
+                                {{"fields",
+                                  {{{"name", "n"}, {"type", "INT64"}, {"mode", "REQUIRED"}},
+                                   {{"name", "old"}, {"type", "STRING"}, {"mode", "REQUIRED"}}}}}}})
+                  .ok());
+  BigQueryWriterOptions options;
+  options.max_append_request_bytes = 300;
+  options.recovery.initial_backoff = std::chrono::milliseconds(10);
+  auto b = builder<std::int64_t>(Number);
+  b.write_method(GetParam())
+      .writer_options(options)
+      .schema_update_options({.allow_new_fields = true, .allow_field_relaxation = true});
+  auto sink = b.build();
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  env.enable_checkpointing(50ms);
+  env.from_source(std::make_shared<NumberSequenceSource>(0, 299, 1),
+                  WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers")
+      .sink_to(*sink, "bigquery");
+  auto result = env.execute("bigquery-schema-update");
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  const auto got = numbers();
+  EXPECT_EQ(got.size(), 300u);
+  EXPECT_EQ(std::set<std::int64_t>(got.begin(), got.end()).size(), 300u);
+  EXPECT_GE(result.metric("bigquery", "schemaUpdates"), 1);
+  auto table = fake_->table("p", "d", "numbers");
+  ASSERT_TRUE(table.ok());
+  const auto& fields = (*table)["schema"]["fields"];
+  ASSERT_EQ(fields.size(), 4u) << fields.dump();
+  EXPECT_EQ(fields[1]["name"], "old");
+  EXPECT_EQ(fields[1]["mode"], "NULLABLE") << "relaxed: the rows do not carry it";
+  EXPECT_EQ(fields[2]["name"], "code");
+  EXPECT_EQ(fields[3]["name"], "day");
+}
+
+INSTANTIATE_TEST_SUITE_P(WriteMethods, SchemaUpdateIT,
+                         ::testing::Values(WriteMethod::kStorageApiAtLeastOnce,
+                                           WriteMethod::kStorageApiExactlyOnce),
+                         [](const ::testing::TestParamInfo<WriteMethod>& info) {
+                           return info.param == WriteMethod::kStorageApiExactlyOnce
+                                      ? std::string("ExactlyOnce")
+                                      : std::string("AtLeastOnce");
+                         });
+
 TEST(BigQuerySinkBuilderTest, RefusesWhatItCannotDoYet) {
   auto serializer = BigQuerySerializationSchema<int>::json(
       Schema(), [](const int&) { return absl::StatusOr<std::optional<nlohmann::json>>(); });

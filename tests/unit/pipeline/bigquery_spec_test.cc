@@ -115,6 +115,15 @@ TEST(BigQuerySpec, ExactlyOnceIsChosenByWriteMethodAndNeedsCheckpointing) {
   ASSERT_FALSE(unchecked.ok());
   EXPECT_THAT(std::string(unchecked.status().message()), HasSubstr("sink.write_method"));
   EXPECT_THAT(std::string(unchecked.status().message()), HasSubstr("checkpointing.interval"));
+  auto widening =
+      Parse(File(std::string(kSchema) + "  schema_update_options: {allow_new_fields: true}\n"));
+  ASSERT_TRUE(widening.ok()) << widening.status();
+  EXPECT_TRUE(std::get<BigQuerySinkSpec>(widening->sink).schema_update_options.allow_new_fields);
+  EXPECT_FALSE(
+      std::get<BigQuerySinkSpec>(widening->sink).schema_update_options.allow_field_relaxation);
+  EXPECT_FALSE(
+      Parse(File(std::string(kSchema) + "  schema_update_options: {add_fields: true}\n")).ok())
+      << "an unknown key is refused";
   auto unknown = Parse(File(std::string(kSchema) + "  write_method: FILE_LOADS\n"));
   ASSERT_FALSE(unknown.ok());
   EXPECT_THAT(std::string(unknown.status().message()), HasSubstr("STORAGE_API_EXACTLY_ONCE"));
