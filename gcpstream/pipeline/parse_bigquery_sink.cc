@@ -3,6 +3,7 @@
 #include <re2/re2.h>
 
 #include "gcpstream/pipeline/internal/spec_sections.h"
+#include "gcpstream/pipeline/record_template.h"
 
 namespace gcpstream::pipeline::internal {
 namespace {
@@ -70,8 +71,11 @@ BigQuerySinkSpec ParseBigQuerySink(YamlMap& m) {
   if (!spec.dataset.empty()) {
     m.check("dataset", CheckId(spec.dataset, "dataset id", R"([A-Za-z0-9_]+)"));
   }
-  if (!spec.table.empty()) {
-    m.check("table", CheckId(spec.table, "table id", R"([A-Za-z0-9_\- ]+)"));
+  if (spec.table.find('{') != std::string::npos) {
+    // A template: each record's table, from its fields ("delays_{origin}").
+    m.check("table", RecordTemplate::parse(spec.table).status());
+  } else if (!spec.table.empty()) {
+    m.check("table", bigquery::ValidateTableId(spec.table));
   }
   if (!m.has("schema")) {
     m.context().fail(m.mark(), m.key_path("schema"),

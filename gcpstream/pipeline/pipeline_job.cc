@@ -17,6 +17,7 @@
 #include "gcpstream/pipeline/pipeline_source.h"
 #include "gcpstream/pipeline/pubsub_message_mapper.h"
 #include "gcpstream/pipeline/record_filter.h"
+#include "gcpstream/pipeline/record_template.h"
 #include "gcpstream/pipeline/spanner_mutation_mapper.h"
 #include "gcpstream/pubsub/sink/pubsub_dead_letter_queue.h"
 #include "gcpstream/pubsub/sink/pubsub_sink.h"
@@ -286,9 +287,28 @@ absl::Status AttachBigQuery(const BigQuerySinkSpec& sink,
             return std::optional<nlohmann::json>(std::move(row));
           }));
   auto builder = bigquery::BigQuerySink<PipelineRecord>::builder();
-  builder
-      .destination(connector::BigQueryTableDestination::of(sink.project, sink.dataset, sink.table))
-      .serializer(std::move(serializer))
+  if (sink.table.find('{') == std::string::npos) {
+    builder.destination(
+        connector::BigQueryTableDestination::of(sink.project, sink.dataset, sink.table));
+  } else {
+    // Each record's table from its fields. A record the template cannot name a valid table
+    // for fails the job (a configuration error), after saying which and why.
+    GCP_ASSIGN_OR_RETURN(RecordTemplate table, RecordTemplate::parse(sink.table));
+    builder.destination_resolver(
+        [table, project = sink.project, dataset = sink.dataset](
+            const PipelineRecord& r,
+            const SinkWriterContext&) -> std::optional<connector::BigQueryTableDestination> {
+          absl::StatusOr<std::string> id = table.render(r);
+          absl::Status valid = id.ok() ? bigquery::ValidateTableId(*id) : id.status();
+          if (!valid.ok()) {
+            spdlog::error("bigquery sink: table \"{}\" names no table for a record: {}",
+                          table.text(), valid.message());
+            return std::nullopt;
+          }
+          return connector::BigQueryTableDestination::of(project, dataset, *id);
+        });
+  }
+  builder.serializer(std::move(serializer))
       .write_method(sink.write_method)
       .create_disposition(sink.create_if_needed ? bigquery::CreateDisposition::kCreateIfNeeded
                                                 : bigquery::CreateDisposition::kCreateNever)

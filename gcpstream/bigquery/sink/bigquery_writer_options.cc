@@ -95,6 +95,14 @@ absl::Status TableCreateOptions::validate(const TableSchema& schema) const {
   return absl::OkStatus();
 }
 
+absl::Status ValidateTableId(const std::string& id) {
+  static const RE2 kId(R"([A-Za-z0-9_\- ]+)");
+  if (id.size() > 1024 || !RE2::FullMatch(id, kId)) {
+    return absl::InvalidArgumentError(fmt::format("\"{}\" is not a valid BigQuery table id", id));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateRestEndpoint(const std::string& url) {
   static const RE2 kUrl(R"((http://[^/\s:@]+:\d{1,5}|https://[^/\s:@]+(:\d{1,5})?))");
   if (!RE2::FullMatch(url, kUrl)) {

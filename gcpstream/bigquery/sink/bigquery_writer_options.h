@@ -32,6 +32,10 @@ struct TableCreateOptions {
   absl::Status validate(const TableSchema& schema) const;
 };
 
+// INVALID_ARGUMENT unless `id` is a BigQuery table id: letters, digits, underscores, dashes and
+// spaces, 1 to 1,024 bytes (https://cloud.google.com/bigquery/docs/tables#table_naming).
+absl::Status ValidateTableId(const std::string& id);
+
 // INVALID_ARGUMENT unless `url` is "http://host:port" or "https://host[:port]" (no path).
 absl::Status ValidateRestEndpoint(const std::string& url);
 

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -61,6 +62,57 @@ TEST(FlightsToBigQueryIT, EveryDelayedFlightLandsAsOneRowInTheTableTheSinkCreate
   ASSERT_TRUE(table.ok());
   EXPECT_EQ((*table)["clustering"]["fields"][0], "origin");
   EXPECT_EQ((*table)["timePartitioning"]["type"], "DAY");
+  std::filesystem::remove_all(checkpoints);
+}
+
+// The same example with `table: delays_{origin}`: each record goes to the table of its origin,
+// each created at its first row, every delayed flight once across them.
+TEST(FlightsToBigQueryIT, ATableTemplateWritesEachFlightIntoItsOriginsTable) {
+  auto fake = testing::BigQueryFake::Start();
+  ASSERT_TRUE(fake.ok()) << fake.status();
+  ASSERT_TRUE((*fake)->add_dataset("gcpstream-demo", "flights").ok());
+  const auto checkpoints = std::filesystem::temp_directory_path() /
+                           ("flights-to-bigquery-origins-" + std::to_string(::getpid()));
+  const std::map<std::string, std::string> env = {
+      {"FLIGHTS_FILE", kFlights},
+      {"BIGQUERY_TABLE", "delays_{origin}"},
+      {"BIGQUERY_EMULATOR_HOST", (*fake)->grpc_endpoint()},
+      {"BIGQUERY_EMULATOR_REST", (*fake)->rest_endpoint()},
+      {"CHECKPOINT_DIR", checkpoints.string()}};
+  auto spec = ParsePipelineSpec(ReadFile(kExample), kExample,
+                                [&](const std::string& name) -> std::optional<std::string> {
+                                  auto it = env.find(name);
+                                  if (it == env.end()) return std::nullopt;
+                                  return it->second;
+                                });
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto job = AssembleJob(*spec, RunOverrides{});
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto result = (*job)->execute("flights-to-bigquery-origins");
+  ASSERT_TRUE(result.status.ok()) << result.status;
+
+  std::map<std::string, std::size_t> per_origin;
+  for (const auto& f : nlohmann::json::parse(ReadFile(kFlights))) {
+    if (f["delay"].get<int>() > 0) ++per_origin[f["origin"].get<std::string>()];
+  }
+  std::size_t wrong = 0;
+  for (const auto& [origin, want] : per_origin) {
+    auto rows = (*fake)->rows("projects/gcpstream-demo/datasets/flights/tables/delays_" + origin);
+    const std::size_t got = rows.ok() ? rows->size() : 0;
+    std::set<std::string> seqs;
+    if (rows.ok()) {
+      for (const auto& r : *rows) {
+        seqs.insert(r["seq"].get<std::string>());
+        EXPECT_EQ(r["origin"], origin);
+      }
+    }
+    if ((got != want || seqs.size() != want) && ++wrong <= 3) {
+      ADD_FAILURE() << "delays_" << origin << ": " << got << " rows (" << seqs.size()
+                    << " distinct), want " << want;
+    }
+  }
+  EXPECT_EQ(wrong, 0u) << "of " << per_origin.size() << " origin tables";
+  EXPECT_GE(result.metric(kSinkNode, "tablesCreated"), 2);
   std::filesystem::remove_all(checkpoints);
 }
 
