@@ -69,6 +69,10 @@ struct AsyncSinkWriterSettings {
   // refusal already concerns that element alone: it is routed without the isolation pass's
   // resend. Default false: batch requests are confirmed element by element.
   bool one_element_per_request = false;
+  // Every this long the clients send what they have batched, whatever the thresholds (a
+  // processing-time timer on the writer's thread): bounds how long a row waits in a batch when
+  // checkpoints are rare or off. It sends; it does not wait for answers. 0: off.
+  std::chrono::milliseconds flush_interval{0};
 };
 
 // What a destination repair did.

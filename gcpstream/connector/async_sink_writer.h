@@ -139,7 +139,9 @@ class AsyncSinkWriter {
     dlq.parallelism = context_.parallelism();
     dlq.metric_group = &metrics_;
     dlq.mailbox_executor = &context_.mailbox_executor();
-    return router_.open(dlq);
+    GCP_RETURN_IF_ERROR(router_.open(dlq));
+    if (settings_.flush_interval.count() > 0) schedule_periodic_flush();
+    return absl::OkStatus();
   }
 
   // Before every record: a captured failure, then any pending repair or isolation pass.
@@ -194,6 +196,8 @@ class AsyncSinkWriter {
   // Releases every client under one bounded deadline, whatever their shutdown does; failures
   // the writer already acted on are not reported again.
   absl::Status close() {
+    if (flush_timer_) flush_timer_->cancel();
+    flush_timer_.reset();
     std::vector<ShutdownTask> tasks;
     for (auto& [key, d] : destinations_) tasks.push_back(shutdown_task(d));
     destinations_.clear();
@@ -270,6 +274,20 @@ class AsyncSinkWriter {
     SteadyTime last_used;
     bool used_since_flush = false;
   };
+
+  // flush_interval: sends what the clients batched, then schedules the next one.
+  void schedule_periodic_flush() {
+    std::weak_ptr<bool> alive = alive_;
+    flush_timer_ = context_.processing_time_service().register_timer(
+        context_.processing_time_service().now() + settings_.flush_interval,
+        [this, alive]() -> absl::Status {
+          auto live = alive.lock();
+          if (!live || !*live || !flush_timer_) return absl::OkStatus();  // closed meanwhile
+          flush_clients();
+          schedule_periodic_flush();
+          return absl::OkStatus();
+        });
+  }
 
   bool clean(const Destination& d) const {
     return d.in_flight == 0 && d.parked.empty() && adapter_->releasable(d.key);
@@ -724,6 +742,8 @@ class AsyncSinkWriter {
   Counter& records_skipped_;
   Counter& capacity_evictions_;
   Counter& idle_evictions_;
+  // flush_interval's timer; a queued timer mail does nothing once *alive_ is false.
+  std::shared_ptr<ProcessingTimeService::Timer> flush_timer_;
   DestinationMap destinations_;
   std::map<std::string, Group> groups_;
   absl::flat_hash_map<std::uint64_t, Tracked> in_flight_;

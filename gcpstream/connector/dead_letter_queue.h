@@ -12,7 +12,7 @@ namespace gcpstream::connector {
 struct DeadLetterQueueContext {
   int subtask_index = 0;
   int parallelism = 1;
-  MetricGroup* metric_group = nullptr;       // the hosting sink writer's group
+  MetricGroup* metric_group = nullptr;          // the hosting sink writer's group
   MailboxExecutor* mailbox_executor = nullptr;  // the writer's thread
 };
 

@@ -47,14 +47,15 @@ class FailureHandler {
   // A handler for a connector's own element type, e.g. custom_typed<FailedMutation>(...):
   // elements of another type fail the job.
   template <typename Typed>
-  static std::shared_ptr<FailureHandler> custom_typed(
-      std::function<absl::Status(const Typed&)> fn, std::string name = "custom") {
+  static std::shared_ptr<FailureHandler> custom_typed(std::function<absl::Status(const Typed&)> fn,
+                                                      std::string name = "custom") {
     return custom(
         [fn = std::move(fn)](const FailedElement& e) -> absl::Status {
           const auto* typed = dynamic_cast<const Typed*>(&e);
           if (typed == nullptr) {
-            return absl::InternalError("failure handler received an element of another "
-                                       "connector");
+            return absl::InternalError(
+                "failure handler received an element of another "
+                "connector");
           }
           return fn(*typed);
         },

@@ -137,6 +137,9 @@ BigQuerySinkSpec ParseBigQuerySink(YamlMap& m) {
       static_cast<int>(w.integer("retry_max_attempts", o.retry_max_attempts, IntRange{1, 1000}));
   o.max_retry_duration = w.duration("max_retry_duration", o.max_retry_duration, kTimeout);
   o.append_answer_timeout = w.duration("append_answer_timeout", o.append_answer_timeout, kTimeout);
+  o.flush_interval =
+      w.duration("flush_interval", o.flush_interval,
+                 DurationRange{std::chrono::milliseconds(0), std::chrono::hours(24)});
   ParseRecovery(w, o.recovery);
   o.per_destination_metrics = w.boolean("per_destination_metrics", o.per_destination_metrics);
   o.max_consecutive_rejections = static_cast<int>(w.integer(

@@ -214,10 +214,10 @@ absl::StatusOr<PipelineSpec> ParsePipelineSpec(const std::string& text,
     }
     if (const auto* bq = std::get_if<BigQuerySinkSpec>(&spec.sink);
         bq != nullptr && bq->write_method == bigquery::WriteMethod::kStorageApiExactlyOnce &&
-        spec.checkpointing.interval.count() == 0) {
+        (spec.checkpointing.interval.count() == 0 || spec.checkpointing.dir.empty())) {
       ctx.fail(std::as_const(root)["sink"].Mark(), "sink.write_method",
-               "STORAGE_API_EXACTLY_ONCE makes rows visible when a checkpoint completes: set "
-               "checkpointing.interval (and checkpointing.dir)");
+               "STORAGE_API_EXACTLY_ONCE makes rows visible when a checkpoint completes and "
+               "resumes from it after a crash: set checkpointing.interval and checkpointing.dir");
     }
     if (std::holds_alternative<BigtableSinkSpec>(spec.sink) && !spec.transform.to_bigtable) {
       ctx.fail(std::as_const(root)["sink"].Mark(), "transform.to_bigtable",

@@ -8,6 +8,7 @@
 
 #include "absl/strings/cord.h"
 #include "gcpstream/bigquery/schema/schema_reconciliation.h"
+#include "gcpstream/bigquery/sink/append_retry.h"
 #include "gcpstream/bigquery/sink/buffered_stream_client.h"
 #include "gcpstream/bigquery/sink/default_stream_client.h"
 #include "gcpstream/connector/await_on_mailbox.h"
@@ -124,6 +125,9 @@ class BigQuerySinkAdapter final
     if (code != absl::StatusCode::kNotFound && code != absl::StatusCode::kPermissionDenied) {
       r.status = live->status();
       r.permanent = !Retriable(live->status());
+      spdlog::warn("BigQuery sink: reading table {} failed ({}){}", t.resource_name(),
+                   Describe(live->status()),
+                   r.permanent ? "" : "; retrying on the recovery schedule");
       return r;
     }
     return create(t);
@@ -298,6 +302,7 @@ connector::AsyncSinkWriterSettings Settings(const BigQueryWriterOptions& o) {
   s.recovery = o.recovery;
   s.max_consecutive_rejections = o.max_consecutive_rejections;
   s.destination_idle_timeout = o.destination_idle_timeout;
+  s.flush_interval = o.flush_interval;
   s.shutdown_timeout = o.shutdown_timeout;
   s.per_destination_metrics = o.per_destination_metrics;
   s.abandoned_counter = kAbandonedCounter;

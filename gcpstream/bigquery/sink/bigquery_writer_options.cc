@@ -38,6 +38,7 @@ absl::Status BigQueryWriterOptions::validate() const {
   if (max_inflight_requests < 1) return Invalid("max_inflight_requests", "must be >= 1");
   if (max_inflight_bytes < 1) return Invalid("max_inflight_bytes", "must be >= 1");
   if (max_in_flight_rows < 1) return Invalid("max_in_flight_rows", "must be >= 1");
+  if (flush_interval.count() < 0) return Invalid("flush_interval", "must be >= 0 (0: off)");
   if (max_in_flight_bytes < 1) return Invalid("max_in_flight_bytes", "must be >= 1");
   if (destination_idle_timeout.count() <= 0) {
     return Invalid("destination_idle_timeout", "must be positive");

@@ -71,6 +71,10 @@ struct BigQueryWriterOptions {
   std::int64_t max_in_flight_rows = 500000;
   std::int64_t max_in_flight_bytes = 64LL * 1024 * 1024;
   std::chrono::milliseconds destination_idle_timeout{std::chrono::hours(1)};
+  // flushInterval: every this long what is batched is appended, whatever the thresholds
+  // (STORAGE_API_AT_LEAST_ONCE without checkpointing: bounds how long a row waits in a batch;
+  // a mitigation, not the guarantee). 0 (the default): off.
+  std::chrono::milliseconds flush_interval{0};
   bool per_destination_metrics = false;
   std::chrono::milliseconds shutdown_timeout{std::chrono::seconds(30)};
   std::chrono::milliseconds stall_warning_interval{std::chrono::seconds(60)};

@@ -283,7 +283,10 @@ absl::StatusOr<std::string> BufferedStreamClient::create_stream() {
 }
 
 BufferedStreamClient::Established BufferedStreamClient::establish(const BatchPtr& batch) {
-  if (std::optional<BufferedStreamPosition> restored = ledger_->adopt(table_)) {
+  std::optional<BufferedStreamPosition> restored = std::move(unproven_);
+  unproven_.reset();
+  if (!restored) restored = ledger_->adopt(table_);
+  if (restored) {
     {
       std::lock_guard lock(mu_);
       open_appender_locked(restored->stream);
@@ -297,11 +300,16 @@ BufferedStreamClient::Established BufferedStreamClient::establish(const BatchPtr
       if (on_retry_) on_retry_();
       o = append_and_wait(batch, restored->offset);
     }
-    const bool kept = o.status.ok() || (o.answered && o.response.row_errors_size() > 0);
-    if (kept) {
-      const auto end =
-          restored->offset +
-          (o.status.ok() ? static_cast<std::int64_t>(batch->rows.size()) : std::int64_t{0});
+    if (o.answered && o.response.row_errors_size() > 0) {
+      // Refused for some of its rows: nothing landed, and nothing is proven about the offset
+      // (the service may judge rows before offsets). The rows are reported (the writer routes
+      // the bad ones and resubmits the others) and the next batch probes again.
+      unproven_ = std::move(restored);
+      report_row_errors(batch, o.response);
+      return Established::kConsumed;
+    }
+    if (o.status.ok()) {
+      const auto end = restored->offset + static_cast<std::int64_t>(batch->rows.size());
       {
         std::lock_guard lock(mu_);
         stream_ = restored->stream;
@@ -310,11 +318,7 @@ BufferedStreamClient::Established BufferedStreamClient::establish(const BatchPtr
       }
       spdlog::info("BigQuery sink: {} resumes its stream {} at offset {}", table_, restored->stream,
                    restored->offset);
-      if (o.status.ok()) {
-        report_success(batch);
-      } else {
-        report_row_errors(batch, o.response);
-      }
+      report_success(batch);
       return Established::kConsumed;
     }
     std::shared_ptr<StreamAppender> probe;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -134,6 +135,9 @@ class BufferedStreamClient final : public connector::DestinationClient<BigQueryR
   std::int64_t outstanding_ = 0;  // batches accepted and not yet reported
   bool repairing_ = false;
   bool reopen_ = false;
+  // A restored position whose probe was refused for some rows: the next batch probes again.
+  // Worker thread only.
+  std::optional<BufferedStreamPosition> unproven_;
   absl::Status broken_;  // a stream failure: everything after it fails the same way
   bool closing_ = false;
   bool stopping_ = false;

@@ -94,7 +94,16 @@ absl::Status BufferedStreamCommitter::flush(const BufferedStreamPosition& p) {
     if (storage == StorageError::STREAM_FINALIZED) {
       why = "the stream is finalized and can no longer be flushed";
     } else if (storage == StorageError::STREAM_NOT_FOUND) {
-      why = "the stream is gone (a buffered stream expires after 7 days without traffic)";
+      // Whether the rows were flushed before the stream expired cannot be known any more.
+      return absl::Status(
+          s.code(),
+          fmt::format("committing the checkpointed rows of {} (FlushRows on {} up to offset {}) "
+                      "failed: the stream is gone (a buffered stream expires after 7 days "
+                      "without traffic): {}. If this checkpoint was committed before the job "
+                      "stopped, its rows are visible; if not, they are lost. Restoring this state "
+                      "fails the same way every time: start without it, with the source rewound "
+                      "to before this checkpoint (duplicates are then possible)",
+                      p.table, p.stream, p.offset - 1, s.message()));
     } else if (storage == StorageError::OFFSET_OUT_OF_RANGE) {
       why = "the stream ends before the checkpointed offset";
     } else {

@@ -16,6 +16,8 @@ absl::StatusOr<std::unique_ptr<BigQueryFake>> BigQueryFake::Start(FakeOptions op
   fake->store_->set_options(std::move(options));
   fake->write_service_ = bigquery_fake::MakeWriteService(fake->store_);
   grpc::ServerBuilder builder;
+  // A port another process holds is refused, not shared (gRPC allows SO_REUSEPORT by default).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   int bound = 0;
   builder.AddListeningPort(fmt::format("{}:{}", host, grpc_port), grpc::InsecureServerCredentials(),
                            &bound);

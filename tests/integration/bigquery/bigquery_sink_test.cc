@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <set>
+#include <thread>
 
 #include "gcpstream/runtime/builtin/number_sequence_source.h"
 #include "gcpstream/runtime/stream_execution_environment.h"
@@ -274,6 +275,41 @@ TEST_F(BigQuerySinkIT, ATableWithoutTheSerializersColumnsFailsTheJobAndRoutesNot
   EXPECT_THAT(std::string(s.message()), HasSubstr("does not have"));
   EXPECT_EQ(routed.load(), 0);
   ASSERT_TRUE((*w)->close().ok());
+}
+
+TEST_F(BigQuerySinkIT, FlushIntervalAppendsWhatIsBatchedWithoutACheckpoint) {
+  for (const bool periodic : {false, true}) {
+    fake_ = nullptr;
+    SetUp();
+    ASSERT_TRUE(fake_
+                    ->add_table("p", "d",
+                                {{"tableReference", {{"tableId", "numbers"}}},
+                                 {"schema", {{"fields", TableSchemaToJson(Schema())}}}})
+                    .ok());
+    testing::TestMailbox mailbox;
+    testing::FakeWriterInitContext context(mailbox);
+    BigQueryWriterOptions options;
+    if (periodic) options.flush_interval = 50ms;
+    auto b = builder<std::int64_t>(Number);
+    b.writer_options(options);
+    auto sink = b.build();
+    ASSERT_TRUE(sink.ok()) << sink.status();
+    auto w = (*sink)->create_writer(context);
+    ASSERT_TRUE(w.ok()) << w.status();
+    SinkWriterContext ctx;
+    for (std::int64_t n = 0; n < 5; ++n) ASSERT_TRUE((*w)->write(n, ctx).ok());
+    // Five small rows never fill a 512 KiB request: only the interval sends them.
+    const auto deadline = std::chrono::steady_clock::now() + (periodic ? 10s : 500ms);
+    while (numbers().size() < 5 && std::chrono::steady_clock::now() < deadline) {
+      ASSERT_TRUE(mailbox.drain().ok());
+      std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_EQ(numbers().size(), periodic ? 5u : 0u)
+        << (periodic ? "flush_interval 50ms" : "no flush_interval") << ", no flush() called";
+    ASSERT_TRUE((*w)->flush(false).ok());
+    EXPECT_EQ(numbers().size(), 5u);
+    ASSERT_TRUE((*w)->close().ok());
+  }
 }
 
 // Both write methods: an existing table lacking the rows' columns is widened when the sink may

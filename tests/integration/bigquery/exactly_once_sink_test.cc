@@ -205,6 +205,65 @@ TEST_F(ExactlyOnceSinkIT, ARestoredWriterAbandonsAStreamTheCrashedRunAppendedPas
   ASSERT_TRUE((*w)->close().ok());
 }
 
+// The restore probe's batch holds a row the table refuses: the refused request proves nothing
+// about the offset (the service may check rows first), so the next batch probes again.
+TEST_F(ExactlyOnceSinkIT, AProbeRefusedForARowProbesAgainWithTheNextBatch) {
+  auto fields = TableSchemaToJson(Schema());
+  fields[1]["maxLength"] = "2";
+  ASSERT_TRUE(fake_
+                  ->add_table("p", "d",
+                              {{"tableReference", {{"tableId", "numbers"}}},
+                               {"schema", {{"fields", fields}}}})
+                  .ok());
+  int routed = 0;
+  auto b = builder<std::int64_t>([](const std::int64_t& n) {
+    return absl::StatusOr<std::optional<nlohmann::json>>(
+        nlohmann::json{{"n", n}, {"code", n == 101 ? "toolong" : "ok"}});
+  });
+  b.failure_handler(connector::FailureHandler::custom([&](const connector::FailedElement&) {
+    ++routed;
+    return absl::OkStatus();
+  }));
+  auto sink = b.build();
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  TestCommitterContext committer_context;
+  auto committer = (*sink)->create_committer(committer_context);
+  ASSERT_TRUE(committer.ok());
+  Positions checkpointed;
+  {
+    testing::TestMailbox mailbox;
+    testing::FakeWriterInitContext context(mailbox);
+    auto w = (*sink)->restore_writer(context, {});
+    ASSERT_TRUE(w.ok());
+    write(**w, 0, 100);
+    ASSERT_TRUE((*w)->flush(false).ok());
+    auto c = prepare(**w);
+    ASSERT_TRUE(c.ok());
+    checkpointed = *c;
+    write(**w, 102, 150);  // appended past the checkpoint, then killed
+    ASSERT_TRUE((*w)->flush(false).ok());
+    ASSERT_TRUE((*w)->close().ok());
+  }
+  ASSERT_TRUE(commit(**committer, checkpointed).ok());
+  routed = 0;
+  testing::TestMailbox mailbox;
+  testing::FakeWriterInitContext context(mailbox);
+  auto w = (*sink)->restore_writer(context, checkpointed);
+  ASSERT_TRUE(w.ok());
+  write(**w, 100, 150);  // the replay: its first batch holds row 101
+  ASSERT_TRUE((*w)->flush(false).ok()) << "the first probe's refusal is not a verdict";
+  auto next = prepare(**w);
+  ASSERT_TRUE(next.ok());
+  ASSERT_EQ(next->size(), 1u);
+  EXPECT_NE((*next)[0].stream, checkpointed[0].stream) << "the second probe found rows past 100";
+  ASSERT_TRUE(commit(**committer, *next).ok());
+  auto want = once(0, 150);
+  want.erase(101);
+  EXPECT_EQ(visible(), want);
+  EXPECT_EQ(routed, 1);
+  ASSERT_TRUE((*w)->close().ok());
+}
+
 TEST_F(ExactlyOnceSinkIT, ARestoredWriterResumesItsStreamWhenNothingFollowedTheCheckpoint) {
   auto sink = numbers_sink();
   TestCommitterContext committer_context;

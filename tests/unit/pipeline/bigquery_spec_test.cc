@@ -111,6 +111,9 @@ TEST(BigQuerySpec, ExactlyOnceIsChosenByWriteMethodAndNeedsCheckpointing) {
   ASSERT_TRUE(defaulted.ok()) << defaulted.status();
   EXPECT_EQ(std::get<BigQuerySinkSpec>(defaulted->sink).write_method,
             bigquery::WriteMethod::kStorageApiAtLeastOnce);
+  auto no_dir = Parse(File(exactly_once) + "checkpointing:\n  interval: 1s\n");
+  ASSERT_FALSE(no_dir.ok()) << "without a directory a crashed job cannot resume";
+  EXPECT_THAT(std::string(no_dir.status().message()), HasSubstr("checkpointing.dir"));
   auto unchecked = Parse(File(exactly_once));
   ASSERT_FALSE(unchecked.ok());
   EXPECT_THAT(std::string(unchecked.status().message()), HasSubstr("sink.write_method"));
