@@ -131,11 +131,15 @@ void BufferedStreamClient::run() {
       continue;
     }
     if (!in_flight_.empty() && appender_) {
-      auto a = appender_;
+      // The current connection and any retired with appends still unanswered (a reopen).
+      std::vector<std::shared_ptr<StreamAppender>> watched = retired_;
+      watched.push_back(appender_);
       lock.unlock();
-      if (a->cancel_if_unanswered_for(options_.append_answer_timeout)) {
-        spdlog::warn("BigQuery sink: an append to {} went unanswered for {} ms; reconnecting",
-                     a->write_stream(), options_.append_answer_timeout.count());
+      for (const auto& a : watched) {
+        if (a->cancel_if_unanswered_for(options_.append_answer_timeout)) {
+          spdlog::warn("BigQuery sink: an append to {} went unanswered for {} ms; reconnecting",
+                       a->write_stream(), options_.append_answer_timeout.count());
+        }
       }
       lock.lock();
     }

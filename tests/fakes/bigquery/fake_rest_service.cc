@@ -13,6 +13,9 @@ namespace {
 constexpr std::size_t kMaxJsonDepth = 64;
 constexpr std::size_t kMaxBodyBytes = 10 * 1000 * 1000;
 constexpr std::int64_t kDefaultPageRows = 100000;
+// A page ends after the row that takes it past this many bytes of JSON, whatever maxResults
+// says (tabledata.list answers at most about 10 MB; the rest comes with pageToken).
+constexpr std::size_t kMaxPageBytes = 10 * 1000 * 1000;
 
 void Reply(httplib::Response& res, int http, const nlohmann::json& body) {
   res.status = http;
@@ -175,11 +178,16 @@ void RegisterRestRoutes(httplib::Server& server, std::shared_ptr<FakeStore> stor
                const auto total = static_cast<std::int64_t>(rows->size());
                const std::int64_t end =
                    start >= total ? total : start + std::min(max, total - start);  // no overflow
-               for (std::int64_t i = std::min(start, total); i < end; ++i) {
-                 out["rows"].push_back(
-                     ToTableDataRow((*rows)[static_cast<std::size_t>(i)], *schema));
+               std::int64_t next = std::min(start, total);
+               std::size_t bytes = 0;
+               while (next < end && bytes < kMaxPageBytes) {
+                 nlohmann::json row =
+                     ToTableDataRow((*rows)[static_cast<std::size_t>(next)], *schema);
+                 bytes += row.dump().size();
+                 out["rows"].push_back(std::move(row));
+                 ++next;
                }
-               if (end < total) out["pageToken"] = std::to_string(end);
+               if (next < total) out["pageToken"] = std::to_string(next);
                return out;
              }));
   server.Post("/fake/v1/options",

@@ -579,6 +579,20 @@ TEST_F(BigQueryFakeTest, RestTablesAndTabledataFollowTheV2Reference) {
   ASSERT_EQ(last["rows"].size(), 1u);
   EXPECT_EQ(last["rows"][0]["f"][0]["v"], "c");
   EXPECT_FALSE(last.contains("pageToken"));
+  // A page stops near 10 MB of rows whatever maxResults says (the reference's response-size
+  // bound), and the token continues after it.
+  const std::string wide(100 * 1000, 'w');
+  for (int batch = 0; batch < 12; ++batch) {
+    std::vector<std::string> rows;
+    for (int i = 0; i < 10; ++i) rows.push_back(rows_.named(wide));
+    ASSERT_TRUE(c.append(rows).has_value());
+  }
+  auto capped = http_->Get("/bigquery/v2/projects/p/datasets/d/tables/t/data?maxResults=1000");
+  ASSERT_TRUE(capped);
+  auto capped_body = nlohmann::json::parse(capped->body);
+  EXPECT_LT(capped_body["rows"].size(), 123u);
+  EXPECT_GE(capped_body["rows"].size(), 100u);
+  EXPECT_EQ(capped_body["pageToken"], std::to_string(capped_body["rows"].size()));
   // Past the end, whatever the numbers: no rows and no token (no arithmetic overflow).
   auto far = http_->Get(
       "/bigquery/v2/projects/p/datasets/d/tables/t/data?startIndex=9223372036854775807"
