@@ -41,6 +41,20 @@ struct AppendBatch {
   std::vector<std::string> row_bytes() const;
 };
 
+// Adds `row` to the batch being filled, `*current` (made on demand), the way both clients
+// batch: a row that would push the request past `max_bytes` first sends what is there, and a
+// batch that reached `max_bytes` is sent at once. `send` sends `*current` and resets it.
+template <typename Batch, typename Send>
+void AddToBatch(std::shared_ptr<Batch>& current, BigQueryRow&& row, std::uint64_t token,
+                std::int64_t max_bytes, Send send) {
+  if (current && current->overflows(static_cast<std::int64_t>(row.bytes.size()), max_bytes)) {
+    send();
+  }
+  if (!current) current = std::make_shared<Batch>();
+  current->add(std::move(row), token);
+  if (current->bytes >= max_bytes) send();
+}
+
 // Reports every row of `batch` to `listener`: as written; as failed with `status` (each row
 // handed back); or, for a request refused for some rows, the rows `response.row_errors` names
 // as row errors (kRowErrorPayload) and the others as refused with their request

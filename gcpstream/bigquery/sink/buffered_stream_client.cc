@@ -57,14 +57,8 @@ void BufferedStreamClient::start() {
 }
 
 void BufferedStreamClient::submit(BigQueryRow&& row, std::uint64_t token) {
-  if (!current_) current_ = std::make_shared<Batch>();
-  if (current_->overflows(static_cast<std::int64_t>(row.bytes.size()),
-                          options_.max_append_request_bytes)) {
-    flush();
-    current_ = std::make_shared<Batch>();
-  }
-  current_->add(std::move(row), token);
-  if (current_->bytes >= options_.max_append_request_bytes) flush();
+  AddToBatch(current_, std::move(row), token, options_.max_append_request_bytes,
+             [this] { flush(); });
 }
 
 void BufferedStreamClient::submit_solo(BigQueryRow&& row, std::uint64_t token) {

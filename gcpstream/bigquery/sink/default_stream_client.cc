@@ -48,15 +48,8 @@ std::shared_ptr<StreamAppender> DefaultStreamClient::appender() {
 }
 
 void DefaultStreamClient::submit(BigQueryRow&& row, std::uint64_t token) {
-  if (!current_) current_ = std::make_shared<Batch>();
-  // A row that would push the request past the bound starts the next one.
-  if (current_->overflows(static_cast<std::int64_t>(row.bytes.size()),
-                          options_.max_append_request_bytes)) {
-    flush();
-    current_ = std::make_shared<Batch>();
-  }
-  current_->add(std::move(row), token);
-  if (current_->bytes >= options_.max_append_request_bytes) flush();
+  AddToBatch(current_, std::move(row), token, options_.max_append_request_bytes,
+             [this] { flush(); });
 }
 
 void DefaultStreamClient::submit_solo(BigQueryRow&& row, std::uint64_t token) {

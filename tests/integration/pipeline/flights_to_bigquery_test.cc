@@ -26,17 +26,16 @@ std::string ReadFile(const char* path) {
   return text.str();
 }
 
-TEST(FlightsToBigQueryIT, EveryDelayedFlightLandsAsOneRowInTheTableTheSinkCreated) {
-  auto fake = testing::BigQueryFake::Start();
-  ASSERT_TRUE(fake.ok()) << fake.status();
-  ASSERT_TRUE((*fake)->add_dataset("gcpstream-demo", "flights").ok());
+// Runs the example against `fake`, with `extra` on top of the environment it reads.
+void RunExample(testing::BigQueryFake& fake, const std::map<std::string, std::string>& extra,
+                runtime::JobResult& result) {
   const auto checkpoints = std::filesystem::temp_directory_path() /
                            ("flights-to-bigquery-" + std::to_string(::getpid()));
-  const std::map<std::string, std::string> env = {
-      {"FLIGHTS_FILE", kFlights},
-      {"BIGQUERY_EMULATOR_HOST", (*fake)->grpc_endpoint()},
-      {"BIGQUERY_EMULATOR_REST", (*fake)->rest_endpoint()},
-      {"CHECKPOINT_DIR", checkpoints.string()}};
+  std::map<std::string, std::string> env = {{"FLIGHTS_FILE", kFlights},
+                                            {"BIGQUERY_EMULATOR_HOST", fake.grpc_endpoint()},
+                                            {"BIGQUERY_EMULATOR_REST", fake.rest_endpoint()},
+                                            {"CHECKPOINT_DIR", checkpoints.string()}};
+  for (const auto& [k, v] : extra) env[k] = v;
   auto spec = ParsePipelineSpec(ReadFile(kExample), kExample,
                                 [&](const std::string& name) -> std::optional<std::string> {
                                   auto it = env.find(name);
@@ -46,8 +45,17 @@ TEST(FlightsToBigQueryIT, EveryDelayedFlightLandsAsOneRowInTheTableTheSinkCreate
   ASSERT_TRUE(spec.ok()) << spec.status();
   auto job = AssembleJob(*spec, RunOverrides{});
   ASSERT_TRUE(job.ok()) << job.status();
-  auto result = (*job)->execute("flights-to-bigquery");
+  result = (*job)->execute("flights-to-bigquery");
+  std::filesystem::remove_all(checkpoints);
   ASSERT_TRUE(result.status.ok()) << result.status;
+}
+
+TEST(FlightsToBigQueryIT, EveryDelayedFlightLandsAsOneRowInTheTableTheSinkCreated) {
+  auto fake = testing::BigQueryFake::Start();
+  ASSERT_TRUE(fake.ok()) << fake.status();
+  ASSERT_TRUE((*fake)->add_dataset("gcpstream-demo", "flights").ok());
+  runtime::JobResult result;
+  ASSERT_NO_FATAL_FAILURE(RunExample(**fake, {}, result));
 
   const auto flights = nlohmann::json::parse(ReadFile(kFlights));
   std::size_t delayed = 0;
@@ -62,7 +70,6 @@ TEST(FlightsToBigQueryIT, EveryDelayedFlightLandsAsOneRowInTheTableTheSinkCreate
   ASSERT_TRUE(table.ok());
   EXPECT_EQ((*table)["clustering"]["fields"][0], "origin");
   EXPECT_EQ((*table)["timePartitioning"]["type"], "DAY");
-  std::filesystem::remove_all(checkpoints);
 }
 
 // The same example with `table: delays_{origin}`: each record goes to the table of its origin,
@@ -71,25 +78,8 @@ TEST(FlightsToBigQueryIT, ATableTemplateWritesEachFlightIntoItsOriginsTable) {
   auto fake = testing::BigQueryFake::Start();
   ASSERT_TRUE(fake.ok()) << fake.status();
   ASSERT_TRUE((*fake)->add_dataset("gcpstream-demo", "flights").ok());
-  const auto checkpoints = std::filesystem::temp_directory_path() /
-                           ("flights-to-bigquery-origins-" + std::to_string(::getpid()));
-  const std::map<std::string, std::string> env = {
-      {"FLIGHTS_FILE", kFlights},
-      {"BIGQUERY_TABLE", "delays_{origin}"},
-      {"BIGQUERY_EMULATOR_HOST", (*fake)->grpc_endpoint()},
-      {"BIGQUERY_EMULATOR_REST", (*fake)->rest_endpoint()},
-      {"CHECKPOINT_DIR", checkpoints.string()}};
-  auto spec = ParsePipelineSpec(ReadFile(kExample), kExample,
-                                [&](const std::string& name) -> std::optional<std::string> {
-                                  auto it = env.find(name);
-                                  if (it == env.end()) return std::nullopt;
-                                  return it->second;
-                                });
-  ASSERT_TRUE(spec.ok()) << spec.status();
-  auto job = AssembleJob(*spec, RunOverrides{});
-  ASSERT_TRUE(job.ok()) << job.status();
-  auto result = (*job)->execute("flights-to-bigquery-origins");
-  ASSERT_TRUE(result.status.ok()) << result.status;
+  runtime::JobResult result;
+  ASSERT_NO_FATAL_FAILURE(RunExample(**fake, {{"BIGQUERY_TABLE", "delays_{origin}"}}, result));
 
   std::map<std::string, std::size_t> per_origin;
   for (const auto& f : nlohmann::json::parse(ReadFile(kFlights))) {
@@ -113,7 +103,6 @@ TEST(FlightsToBigQueryIT, ATableTemplateWritesEachFlightIntoItsOriginsTable) {
   }
   EXPECT_EQ(wrong, 0u) << "of " << per_origin.size() << " origin tables";
   EXPECT_GE(result.metric(kSinkNode, "tablesCreated"), 2);
-  std::filesystem::remove_all(checkpoints);
 }
 
 }  // namespace
