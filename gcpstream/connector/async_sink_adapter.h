@@ -127,6 +127,11 @@ class AsyncSinkAdapter {
   // A failure caused by an earlier failure of the same ordering unit (never a root cause,
   // never counted): parked and re-submitted after the repair. Default: none.
   virtual bool is_cascade(const absl::Status& /*status*/) const { return false; }
+  // The errorClass a kRepairable failure is counted under. Default NOT_FOUND: a missing
+  // destination, whatever code the service masked it behind.
+  virtual absl::StatusCode repair_error_class(const absl::Status& /*status*/) const {
+    return absl::StatusCode::kNotFound;
+  }
   // Makes a missing destination exist (under a create disposition); `parked` are the elements
   // waiting for it. May yield to the mailbox.
   virtual RepairResult repair(const D& destination, const std::vector<const E*>& parked) = 0;

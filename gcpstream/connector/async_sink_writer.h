@@ -500,8 +500,8 @@ class AsyncSinkWriter {
     }
     switch (adapter_->classify(status)) {
       case FailureClass::kRepairable:
-        // Every element genuinely failed on the missing resource: counted per element.
-        router_.count_error_class(absl::StatusCode::kNotFound);
+        // Every element genuinely failed (on the missing resource, say): counted per element.
+        router_.count_error_class(adapter_->repair_error_class(status));
         park(d, std::move(tracked), ParkReason::kRepairable, status);
         return;
       case FailureClass::kRecordLevel:
@@ -578,7 +578,7 @@ class AsyncSinkWriter {
     again.solo = false;
     again.element = std::move(solo.element);
     if (cls == FailureClass::kRepairable) {
-      router_.count_error_class(absl::StatusCode::kNotFound);
+      router_.count_error_class(adapter_->repair_error_class(verdict));
       park(d, std::move(again), ParkReason::kRepairable, verdict);
       return false;
     }

@@ -90,18 +90,22 @@ absl::Status StreamAppender::append(std::vector<std::string> rows,
   }
   std::lock_guard write(c->write_mu);
   c->schema_sent = true;
-  // A failed write breaks the connection: the reader then fails this append with the rest.
-  if (!c->rpc->write(request)) c->rpc->cancel();
+  // A failed write means the call is over (the service ended it, or the connection broke): the
+  // reader then fails this append with the rest, under the status the call ended with. No
+  // cancel here: it would replace that status (RESOURCE_EXHAUSTED, say) with CANCELLED.
+  c->rpc->write(request);
   return absl::OkStatus();
 }
 
 void StreamAppender::read_loop(std::shared_ptr<Connection> c) {
   storage_v1::AppendRowsResponse response;
+  bool stray = false;  // an answer nobody asked for: the connection is treated as broken
   while (c->rpc->read(&response)) {
     Pending p;
     {
       std::lock_guard lock(mu_);
-      if (c->pending.empty()) break;  // an answer nobody asked for: treat the connection as broken
+      stray = c->pending.empty();
+      if (stray) break;
       p = std::move(c->pending.front());
       c->pending.pop_front();
     }
@@ -123,7 +127,9 @@ void StreamAppender::read_loop(std::shared_ptr<Connection> c) {
   absl::Status ended;
   {
     std::lock_guard write(c->write_mu);
-    c->rpc->cancel();
+    // A read that returned false means the call is over and finish() has its status at once;
+    // only a connection abandoned while still open needs cancelling first.
+    if (stray) c->rpc->cancel();
     ended = c->rpc->finish();
   }
   if (ended.ok() || ended.code() == absl::StatusCode::kCancelled) {

@@ -241,20 +241,10 @@ absl::Status FillMessage(Message& m, const std::vector<TableFieldSchema>& column
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<JsonRowEncoder>> JsonRowEncoder::Create(TableSchema schema) {
-  auto proto = WriterDescriptorFor(schema);
-  if (!proto.ok()) return proto.status();
+  auto row_type = WriterRowType::Create(schema);
+  if (!row_type.ok()) return row_type.status();
   std::unique_ptr<JsonRowEncoder> e(new JsonRowEncoder());
-  e->schema_ = std::move(schema);
-  e->descriptor_proto_ = std::move(*proto);
-  google::protobuf::FileDescriptorProto file;
-  file.set_name("gcpstream_bigquery_row.proto");
-  *file.add_message_type() = e->descriptor_proto_;
-  const auto* built = e->pool_.BuildFile(file);
-  if (built == nullptr) {
-    return absl::InternalError(
-        "the writer descriptor derived from the table schema does not build");
-  }
-  e->descriptor_ = built->message_type(0);
+  e->row_type_ = std::move(*row_type);
   return e;
 }
 
@@ -263,8 +253,8 @@ absl::StatusOr<std::string> JsonRowEncoder::encode(const nlohmann::json& row) co
     return absl::InvalidArgumentError(
         fmt::format("a BigQuery row must be a JSON object, got {}", row.type_name()));
   }
-  std::unique_ptr<Message> m(factory_.GetPrototype(descriptor_)->New());
-  if (absl::Status s = FillMessage(*m, schema_.fields, row, ""); !s.ok()) return s;
+  std::unique_ptr<Message> m = row_type_->NewRow();
+  if (absl::Status s = FillMessage(*m, schema().fields, row, ""); !s.ok()) return s;
   return m->SerializeAsString();
 }
 

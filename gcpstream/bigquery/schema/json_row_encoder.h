@@ -1,16 +1,13 @@
 #ifndef GCPSTREAM_BIGQUERY_SCHEMA_JSON_ROW_ENCODER_H_
 #define GCPSTREAM_BIGQUERY_SCHEMA_JSON_ROW_ENCODER_H_
 
-#include <google/protobuf/descriptor.h>
-#include <google/protobuf/descriptor.pb.h>
-#include <google/protobuf/dynamic_message.h>
-
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "gcpstream/bigquery/schema/table_schema.h"
+#include "gcpstream/bigquery/schema/writer_descriptor.h"
 
 namespace gcpstream::bigquery {
 
@@ -33,9 +30,9 @@ class JsonRowEncoder {
  public:
   static absl::StatusOr<std::unique_ptr<JsonRowEncoder>> Create(TableSchema schema);
 
-  const TableSchema& schema() const { return schema_; }
+  const TableSchema& schema() const { return row_type_->schema(); }
   // What AppendRows' first request carries as writer_schema.proto_descriptor.
-  const google::protobuf::DescriptorProto& writer_descriptor() const { return descriptor_proto_; }
+  const google::protobuf::DescriptorProto& writer_descriptor() const { return row_type_->proto(); }
 
   // One row's bytes. INVALID_ARGUMENT naming the column's path and what was wrong: a row-level
   // failure for the sink's failure handler, not a reason to stop the job.
@@ -43,11 +40,7 @@ class JsonRowEncoder {
 
  private:
   JsonRowEncoder() = default;
-  TableSchema schema_;
-  google::protobuf::DescriptorProto descriptor_proto_;
-  google::protobuf::DescriptorPool pool_;
-  mutable google::protobuf::DynamicMessageFactory factory_{&pool_};  // GetPrototype is non-const
-  const google::protobuf::Descriptor* descriptor_ = nullptr;
+  std::unique_ptr<WriterRowType> row_type_;
 };
 
 }  // namespace gcpstream::bigquery

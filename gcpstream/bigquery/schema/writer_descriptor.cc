@@ -77,4 +77,26 @@ absl::StatusOr<DescriptorProto> WriterDescriptorFor(const TableSchema& schema) {
   return row;
 }
 
+absl::StatusOr<std::unique_ptr<WriterRowType>> WriterRowType::Create(const TableSchema& schema) {
+  auto proto = WriterDescriptorFor(schema);
+  if (!proto.ok()) return proto.status();
+  std::unique_ptr<WriterRowType> t(new WriterRowType());
+  t->schema_ = schema;
+  t->proto_ = std::move(*proto);
+  google::protobuf::FileDescriptorProto file;
+  file.set_name("gcpstream_bigquery_row.proto");
+  *file.add_message_type() = t->proto_;
+  const auto* built = t->pool_.BuildFile(file);
+  if (built == nullptr) {
+    return absl::InternalError(
+        "the writer descriptor derived from the table schema does not build");
+  }
+  t->descriptor_ = built->message_type(0);
+  return t;
+}
+
+std::unique_ptr<google::protobuf::Message> WriterRowType::NewRow() const {
+  return std::unique_ptr<google::protobuf::Message>(factory_.GetPrototype(descriptor_)->New());
+}
+
 }  // namespace gcpstream::bigquery

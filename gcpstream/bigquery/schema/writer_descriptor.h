@@ -1,7 +1,11 @@
 #ifndef GCPSTREAM_BIGQUERY_SCHEMA_WRITER_DESCRIPTOR_H_
 #define GCPSTREAM_BIGQUERY_SCHEMA_WRITER_DESCRIPTOR_H_
 
+#include <google/protobuf/descriptor.h>
 #include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/dynamic_message.h>
+
+#include <memory>
 
 #include "absl/status/statusor.h"
 #include "gcpstream/bigquery/schema/table_schema.h"
@@ -20,6 +24,29 @@ namespace gcpstream::bigquery {
 // (google/cloud/bigquery/storage/v1/annotations.proto). Field numbers follow column order from 1.
 // INVALID_ARGUMENT if the schema is invalid (ValidateTableSchema).
 absl::StatusOr<google::protobuf::DescriptorProto> WriterDescriptorFor(const TableSchema& schema);
+
+// The writer descriptor of a schema built into a descriptor pool of its own, ready to make row
+// messages: what every row encoder fills. Thread-safe (the pool and factory are only read after
+// Create; DynamicMessageFactory::GetPrototype locks).
+class WriterRowType {
+ public:
+  // INVALID_ARGUMENT as WriterDescriptorFor.
+  static absl::StatusOr<std::unique_ptr<WriterRowType>> Create(const TableSchema& schema);
+
+  const TableSchema& schema() const { return schema_; }
+  const google::protobuf::DescriptorProto& proto() const { return proto_; }
+  const google::protobuf::Descriptor* descriptor() const { return descriptor_; }
+  // An empty row message, owned by the caller.
+  std::unique_ptr<google::protobuf::Message> NewRow() const;
+
+ private:
+  WriterRowType() = default;
+  TableSchema schema_;
+  google::protobuf::DescriptorProto proto_;
+  google::protobuf::DescriptorPool pool_;
+  mutable google::protobuf::DynamicMessageFactory factory_{&pool_};  // GetPrototype is non-const
+  const google::protobuf::Descriptor* descriptor_ = nullptr;
+};
 
 }  // namespace gcpstream::bigquery
 

@@ -93,11 +93,23 @@ class BigQuerySinkAdapter final
         StorageErrorOf(status) == storage_v1::StorageError::SCHEMA_MISMATCH_EXTRA_FIELDS) {
       return connector::FailureClass::kRepairable;
     }
+    // At least once: a transient failure the client's in-stream retries did not outlast (a long
+    // quota refusal, an outage) is re-appended on the recovery budget, as the reference's writer
+    // does; repair() finds the table in place and the rows are resent on a new connection.
+    // Never on the exactly-once path: its client re-appends at the original offsets itself,
+    // and rows handed back there would be appended at new ones.
+    if (!config_.ledger && TransientCode(status.code())) {
+      return connector::FailureClass::kRepairable;
+    }
     // INVALID_ARGUMENT without row detail is about the request or the schema: fatal.
     if (status.code() == absl::StatusCode::kInvalidArgument) return connector::FailureClass::kFatal;
     connector::ClassifierRules rules;
     rules.not_found_is_repairable = create;
     return connector::Classify(status, rules);
+  }
+
+  absl::StatusCode repair_error_class(const absl::Status& status) const override {
+    return TransientCode(status.code()) ? status.code() : absl::StatusCode::kNotFound;
   }
 
   bool releasable(const BigQueryTableDestination& t) const override {

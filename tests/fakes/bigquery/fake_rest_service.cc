@@ -201,6 +201,8 @@ void RegisterRestRoutes(httplib::Server& server, std::shared_ptr<FakeStore> stor
                          o.stall_on_append = body.value("stallOnAppend", 0);
                          o.stall = std::chrono::milliseconds(body.value("stallMs", 0));
                          o.unavailable_on_flush = body.value("unavailableOnFlush", 0);
+                         o.resource_exhausted_from = body.value("resourceExhaustedFrom", 0);
+                         o.resource_exhausted_count = body.value("resourceExhaustedCount", 0);
                          o.append_latency =
                              std::chrono::milliseconds(body.value("appendLatencyMs", 0));
                          if (body.contains("streamIdleExpirySeconds")) {

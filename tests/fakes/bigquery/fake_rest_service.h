@@ -22,7 +22,9 @@ namespace gcpstream::testing::bigquery_fake {
 // and the fake's own controls:
 //   POST  /fake/v1/options        {"unavailableOnAppend", "loseResponseOnAppend",
 //                                  "stallOnAppend", "stallMs", "unavailableOnFlush",
-//                                  "streamIdleExpirySeconds", "tablePropagationMs"}
+//                                  "resourceExhaustedFrom", "resourceExhaustedCount",
+//                                  "appendLatencyMs", "streamIdleExpirySeconds",
+//                                  "tablePropagationMs"}
 //   POST  /fake/v1/clock:advance  {"seconds": S}
 // Errors use the v2 error body: {"error": {"code", "message", "status", "errors": [{"reason"}]}}
 // with 400 invalid, 404 notFound, 409 duplicate, 412 conditionNotMet. Bodies over 10 MB and

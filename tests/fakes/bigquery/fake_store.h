@@ -36,6 +36,12 @@ struct FakeOptions {
   // Every AppendRows request waits this long before it is processed (a slower service, so a
   // test's kill lands while appends are in flight) [0].
   std::chrono::milliseconds append_latency{0};
+  // A run of quota refusals: the AppendRows requests with ordinals in [resource_exhausted_from,
+  // resource_exhausted_from + resource_exhausted_count) end their connection with
+  // RESOURCE_EXHAUSTED without being applied, as the service answers a request over the
+  // project's AppendRows throughput quota (the write-API quota page) [0: never].
+  int resource_exhausted_from = 0;
+  int resource_exhausted_count = 0;
   // A FlushRows with this ordinal (1-based) answers UNAVAILABLE without flushing [0: never].
   int unavailable_on_flush = 0;
   // An application-created stream unused this long is gone: every call naming it answers

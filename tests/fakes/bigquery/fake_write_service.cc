@@ -58,6 +58,13 @@ class WriteService final : public storage::BigQueryWrite::Service {
         return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                             fmt::format("injected: append {} not applied", ordinal));
       }
+      if (options.resource_exhausted_from > 0 && ordinal >= options.resource_exhausted_from &&
+          ordinal < options.resource_exhausted_from + options.resource_exhausted_count) {
+        return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                            fmt::format("injected: append {} over the AppendRows throughput quota, "
+                                        "not applied",
+                                        ordinal));
+      }
       if (options.append_latency.count() > 0) std::this_thread::sleep_for(options.append_latency);
       if (options.stall_on_append == ordinal) {
         const auto until = std::chrono::steady_clock::now() + options.stall;

@@ -504,6 +504,27 @@ TEST_F(BigQueryFakeTest, InjectedFaultsEndTheConnectionWithOrWithoutApplying) {
   EXPECT_EQ(StorageErrorOf(retry->error()).code(), storage::StorageError::OFFSET_ALREADY_EXISTS);
 }
 
+// Quotas and limits, "Storage Write API": a request over the AppendRows throughput quota is
+// refused with RESOURCE_EXHAUSTED; the fake refuses a configured run of them, none applied.
+TEST_F(BigQueryFakeTest, AQuotaRunRefusesAppendsWithResourceExhaustedAndAppliesNone) {
+  FakeOptions quota = options();
+  quota.resource_exhausted_from = 1;
+  quota.resource_exhausted_count = 2;
+  fake_->set_options(quota);
+  const auto stream = create_stream(storage::WriteStream::COMMITTED);
+  for (int i = 0; i < 2; ++i) {
+    Connection c(*stub_, stream, rows_);
+    EXPECT_FALSE(c.append({rows_.named("a")}, 0).has_value());
+    EXPECT_EQ(c.ended.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  }
+  EXPECT_TRUE(visible_names().empty());
+  Connection c(*stub_, stream, rows_);
+  auto third = c.append({rows_.named("a")}, 0);
+  ASSERT_TRUE(third.has_value());
+  EXPECT_FALSE(third->has_error());
+  EXPECT_EQ(visible_names(), (std::vector<std::string>{"a"}));
+}
+
 // "Supported protocol buffer data types": DATE as int32 days since the epoch, TIMESTAMP as int64
 // microseconds, NUMERIC as the little-endian two's-complement bytes of value x 10^9, DATETIME as
 // the packed civil-time int64, REPEATED as a repeated field.

@@ -130,6 +130,81 @@ TEST_F(BigQuerySinkIT, TransientFailuresAreRetriedAndNothingIsLost) {
   EXPECT_GE(result.metric("bigquery", "appendRetries"), 2);
 }
 
+TEST_F(BigQuerySinkIT, ARunOfQuotaRefusalsIsOutlastedAndNothingIsLost) {
+  ASSERT_TRUE(fake_
+                  ->add_table("p", "d",
+                              {{"tableReference", {{"tableId", "numbers"}}},
+                               {"schema", {{"fields", TableSchemaToJson(Schema())}}}})
+                  .ok());
+  testing::FakeOptions quota;
+  quota.resource_exhausted_from = 2;
+  quota.resource_exhausted_count = 6;  // six refusals in a row
+  fake_->set_options(quota);
+  auto b = builder<std::int64_t>(Number);
+  BigQueryWriterOptions options;
+  options.max_append_request_bytes = 1000;
+  options.retry_initial_delay = 10ms;
+  options.retry_max_attempts = 1;  // no in-stream retry: the writer's re-append must outlast it
+  options.recovery.initial_backoff = 10ms;
+  b.writer_options(options);
+  auto sink = b.build();
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  env.enable_checkpointing(50ms);
+  env.from_source(std::make_shared<NumberSequenceSource>(0, 999, 1),
+                  WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers")
+      .sink_to(*sink, "bigquery");
+  auto result = env.execute("bigquery-quota");
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  const auto got = numbers();
+  EXPECT_EQ(std::set<std::int64_t>(got.begin(), got.end()).size(), 1000u) << "a row was lost";
+  EXPECT_EQ(got.size(), 1000u) << "a refused append was applied after all";
+  // Nothing was retried in-stream; the writer's re-append outlasted the rest, counted
+  // under the code the service answered.
+  EXPECT_GE(result.metric("bigquery", "errorClass.RESOURCE_EXHAUSTED.errors"), 1);
+  EXPECT_EQ(result.metric("bigquery", "errorClass.NOT_FOUND.errors"), 0);
+  EXPECT_EQ(result.metric("bigquery", "numRecordsSendErrors"), 0);
+}
+
+TEST_F(BigQuerySinkIT, AQuotaThatNeverLiftsFailsTheJobWithItsCodeAfterTheRecoveryBudget) {
+  ASSERT_TRUE(fake_
+                  ->add_table("p", "d",
+                              {{"tableReference", {{"tableId", "numbers"}}},
+                               {"schema", {{"fields", TableSchemaToJson(Schema())}}}})
+                  .ok());
+  testing::FakeOptions quota;
+  quota.resource_exhausted_from = 1;
+  quota.resource_exhausted_count = 1'000'000;
+  fake_->set_options(quota);
+  std::atomic<int> routed{0};
+  auto b = builder<std::int64_t>(Number);
+  BigQueryWriterOptions options;
+  options.retry_initial_delay = 10ms;
+  options.retry_max_attempts = 2;
+  options.recovery.initial_backoff = 10ms;
+  options.recovery.max_attempts = 3;
+  b.writer_options(options).failure_handler(
+      connector::FailureHandler::custom([&](const connector::FailedElement&) {
+        ++routed;  // an outage is never a bad row
+        return absl::OkStatus();
+      }));
+  auto sink = b.build();
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  env.enable_checkpointing(50ms);
+  env.from_source(std::make_shared<NumberSequenceSource>(0, 99, 1),
+                  WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers")
+      .sink_to(*sink, "bigquery");
+  auto result = env.execute("bigquery-quota-forever");
+  EXPECT_EQ(result.status.code(), absl::StatusCode::kResourceExhausted) << result.status;
+  EXPECT_THAT(std::string(result.status.message()), HasSubstr("recovery budget"));
+  EXPECT_THAT(std::string(result.status.message()), HasSubstr("quota"));
+  EXPECT_EQ(routed.load(), 0);
+  EXPECT_TRUE(numbers().empty());
+}
+
 TEST_F(BigQuerySinkIT, AnAppendThatIsNeverAnsweredIsCancelledAndResent) {
   testing::FakeOptions stall;
   stall.stall_on_append = 1;

@@ -325,6 +325,24 @@ TEST_F(ExactlyOnceSinkIT, AJobWritesEachRowOnceThroughFailedAndLostAppendsAndAFa
   EXPECT_GE(result.metric("bigquery", "flushRowsRetries"), 1);
 }
 
+TEST_F(ExactlyOnceSinkIT, ARunOfQuotaRefusalsIsOutlastedAndEachRowWrittenOnce) {
+  testing::FakeOptions quota;
+  quota.resource_exhausted_from = 3;
+  quota.resource_exhausted_count = 6;
+  fake_->set_options(quota);
+  StreamExecutionEnvironment env;
+  env.set_parallelism(1);
+  env.enable_checkpointing(50ms);
+  env.from_source(std::make_shared<NumberSequenceSource>(0, 1999, 1),
+                  WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers")
+      .sink_to(numbers_sink(), "bigquery");
+  auto result = env.execute("bigquery-exactly-once-quota");
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  EXPECT_EQ(visible(), once(0, 2000));
+  EXPECT_GE(result.metric("bigquery", "appendRetries"), 6);
+  EXPECT_EQ(result.metric("bigquery", "numRecordsSendErrors"), 0);
+}
+
 TEST_F(ExactlyOnceSinkIT, AnAppendNeverAnsweredIsCutAndAppendedAgainAtItsOffset) {
   testing::FakeOptions faults;
   faults.stall_on_append = 3;
