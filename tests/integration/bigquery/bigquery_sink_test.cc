@@ -65,6 +65,26 @@ class BigQuerySinkIT : public ::testing::Test {
     return out;
   }
 
+  // The table "numbers" with the serializer's schema, made before the job.
+  void add_numbers_table() {
+    ASSERT_TRUE(fake_
+                    ->add_table("p", "d",
+                                {{"tableReference", {{"tableId", "numbers"}}},
+                                 {"schema", {{"fields", TableSchemaToJson(Schema())}}}})
+                    .ok());
+  }
+  // A job writing 0..count-1 through `sink` with 50 ms checkpoints.
+  static runtime::JobResult run(const std::shared_ptr<BigQuerySink<std::int64_t>>& sink,
+                                std::int64_t count, const std::string& name, int parallelism = 1) {
+    StreamExecutionEnvironment env;
+    env.set_parallelism(parallelism);
+    env.enable_checkpointing(50ms);
+    env.from_source(std::make_shared<NumberSequenceSource>(0, count - 1, 1),
+                    WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers")
+        .sink_to(sink, "bigquery");
+    return env.execute(name);
+  }
+
   std::unique_ptr<testing::BigQueryFake> fake_;
 };
 
@@ -78,13 +98,7 @@ TEST_F(BigQuerySinkIT, AJobWritesEveryRecordIntoTheTableItCreates) {
   b.table_create_options(create).writer_options(options);
   auto sink = b.build();
   ASSERT_TRUE(sink.ok()) << sink.status();
-  StreamExecutionEnvironment env;
-  env.set_parallelism(2);
-  env.enable_checkpointing(50ms);
-  env.from_source(std::make_shared<NumberSequenceSource>(0, 4999, 1),
-                  WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers")
-      .sink_to(*sink, "bigquery");
-  auto result = env.execute("bigquery-5000");
+  auto result = run(*sink, 5000, "bigquery-5000", /*parallelism=*/2);
   ASSERT_TRUE(result.status.ok()) << result.status;
   const auto got = numbers();
   EXPECT_EQ(got.size(), 5000u);
@@ -100,11 +114,7 @@ TEST_F(BigQuerySinkIT, AJobWritesEveryRecordIntoTheTableItCreates) {
 }
 
 TEST_F(BigQuerySinkIT, TransientFailuresAreRetriedAndNothingIsLost) {
-  ASSERT_TRUE(fake_
-                  ->add_table("p", "d",
-                              {{"tableReference", {{"tableId", "numbers"}}},
-                               {"schema", {{"fields", TableSchemaToJson(Schema())}}}})
-                  .ok());
+  add_numbers_table();
   testing::FakeOptions faults;
   faults.unavailable_on_append = 3;
   faults.lose_response_on_append = 5;
@@ -116,13 +126,7 @@ TEST_F(BigQuerySinkIT, TransientFailuresAreRetriedAndNothingIsLost) {
   b.writer_options(options);
   auto sink = b.build();
   ASSERT_TRUE(sink.ok()) << sink.status();
-  StreamExecutionEnvironment env;
-  env.set_parallelism(1);
-  env.enable_checkpointing(50ms);
-  env.from_source(std::make_shared<NumberSequenceSource>(0, 999, 1),
-                  WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers")
-      .sink_to(*sink, "bigquery");
-  auto result = env.execute("bigquery-faults");
+  auto result = run(*sink, 1000, "bigquery-faults");
   ASSERT_TRUE(result.status.ok()) << result.status;
   const auto got = numbers();
   EXPECT_EQ(std::set<std::int64_t>(got.begin(), got.end()).size(), 1000u) << "a row was lost";
@@ -131,11 +135,7 @@ TEST_F(BigQuerySinkIT, TransientFailuresAreRetriedAndNothingIsLost) {
 }
 
 TEST_F(BigQuerySinkIT, ARunOfQuotaRefusalsIsOutlastedAndNothingIsLost) {
-  ASSERT_TRUE(fake_
-                  ->add_table("p", "d",
-                              {{"tableReference", {{"tableId", "numbers"}}},
-                               {"schema", {{"fields", TableSchemaToJson(Schema())}}}})
-                  .ok());
+  add_numbers_table();
   testing::FakeOptions quota;
   quota.resource_exhausted_from = 2;
   quota.resource_exhausted_count = 6;  // six refusals in a row
@@ -149,13 +149,7 @@ TEST_F(BigQuerySinkIT, ARunOfQuotaRefusalsIsOutlastedAndNothingIsLost) {
   b.writer_options(options);
   auto sink = b.build();
   ASSERT_TRUE(sink.ok()) << sink.status();
-  StreamExecutionEnvironment env;
-  env.set_parallelism(1);
-  env.enable_checkpointing(50ms);
-  env.from_source(std::make_shared<NumberSequenceSource>(0, 999, 1),
-                  WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers")
-      .sink_to(*sink, "bigquery");
-  auto result = env.execute("bigquery-quota");
+  auto result = run(*sink, 1000, "bigquery-quota");
   ASSERT_TRUE(result.status.ok()) << result.status;
   const auto got = numbers();
   EXPECT_EQ(std::set<std::int64_t>(got.begin(), got.end()).size(), 1000u) << "a row was lost";
@@ -168,11 +162,7 @@ TEST_F(BigQuerySinkIT, ARunOfQuotaRefusalsIsOutlastedAndNothingIsLost) {
 }
 
 TEST_F(BigQuerySinkIT, AQuotaThatNeverLiftsFailsTheJobWithItsCodeAfterTheRecoveryBudget) {
-  ASSERT_TRUE(fake_
-                  ->add_table("p", "d",
-                              {{"tableReference", {{"tableId", "numbers"}}},
-                               {"schema", {{"fields", TableSchemaToJson(Schema())}}}})
-                  .ok());
+  add_numbers_table();
   testing::FakeOptions quota;
   quota.resource_exhausted_from = 1;
   quota.resource_exhausted_count = 1'000'000;
@@ -191,13 +181,7 @@ TEST_F(BigQuerySinkIT, AQuotaThatNeverLiftsFailsTheJobWithItsCodeAfterTheRecover
       }));
   auto sink = b.build();
   ASSERT_TRUE(sink.ok()) << sink.status();
-  StreamExecutionEnvironment env;
-  env.set_parallelism(1);
-  env.enable_checkpointing(50ms);
-  env.from_source(std::make_shared<NumberSequenceSource>(0, 99, 1),
-                  WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers")
-      .sink_to(*sink, "bigquery");
-  auto result = env.execute("bigquery-quota-forever");
+  auto result = run(*sink, 100, "bigquery-quota-forever");
   EXPECT_EQ(result.status.code(), absl::StatusCode::kResourceExhausted) << result.status;
   EXPECT_THAT(std::string(result.status.message()), HasSubstr("recovery budget"));
   EXPECT_THAT(std::string(result.status.message()), HasSubstr("quota"));
@@ -210,11 +194,7 @@ TEST_F(BigQuerySinkIT, AnAppendThatIsNeverAnsweredIsCancelledAndResent) {
   stall.stall_on_append = 1;
   stall.stall = std::chrono::minutes(10);  // far past the test's patience
   fake_->set_options(stall);
-  ASSERT_TRUE(fake_
-                  ->add_table("p", "d",
-                              {{"tableReference", {{"tableId", "numbers"}}},
-                               {"schema", {{"fields", TableSchemaToJson(Schema())}}}})
-                  .ok());
+  add_numbers_table();
   testing::TestMailbox mailbox;
   testing::FakeWriterInitContext context(mailbox);
   auto b = builder<std::int64_t>(Number);
@@ -409,13 +389,7 @@ TEST_P(SchemaUpdateIT, ATableMissingTheRowsColumnsIsWidenedAndEveryRowWritten) {
       .schema_update_options({.allow_new_fields = true, .allow_field_relaxation = true});
   auto sink = b.build();
   ASSERT_TRUE(sink.ok()) << sink.status();
-  StreamExecutionEnvironment env;
-  env.set_parallelism(1);
-  env.enable_checkpointing(50ms);
-  env.from_source(std::make_shared<NumberSequenceSource>(0, 299, 1),
-                  WatermarkStrategy<std::int64_t>::no_watermarks(), "numbers")
-      .sink_to(*sink, "bigquery");
-  auto result = env.execute("bigquery-schema-update");
+  auto result = run(*sink, 300, "bigquery-schema-update");
   ASSERT_TRUE(result.status.ok()) << result.status;
   const auto got = numbers();
   EXPECT_EQ(got.size(), 300u);
