@@ -4,8 +4,10 @@
 #include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/unknown_field_set.h>
 #include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/bigquery/schema/wire_values.h"
@@ -51,6 +54,13 @@ enum class Conv {
   kVerbatim,   // a marked string, as it is
   kRecord,     // children, recursively
 };
+
+// BigQuery's schema limits ("Specifying a schema", the quotas page), checked while deriving so
+// that a deep chain or a type reused at every level fails fast instead of growing without
+// bound: RECORDs nest at most 15 levels (counted as ValidateTableSchema counts them), and a
+// table has at most 10,000 columns, nested ones included.
+constexpr std::size_t kMaxRecordDepth = 15;
+constexpr std::size_t kMaxColumns = 10'000;
 
 // protobuf's range for Duration (google/protobuf/duration.proto): about ±10,000 years.
 constexpr std::int64_t kMaxDurationSeconds = 315'576'000'000;
@@ -89,6 +99,27 @@ bool IsJsonWellKnownType(const std::string& name) {
          name == "google.protobuf.ListValue";
 }
 
+// Whether `d` is the same message definition as `other`: the same DescriptorProto (fields,
+// numbers, types, labels, nested types), wherever each was built.
+bool SameDefinition(const Descriptor& d, const Descriptor& other) {
+  if (&d == &other) return true;
+  google::protobuf::DescriptorProto a, b;
+  d.CopyTo(&a);
+  other.CopyTo(&b);
+  return google::protobuf::util::MessageDifferencer::Equals(a, b);
+}
+
+// A message named like one of protobuf's well-known types must be protobuf's own definition:
+// its values are read by their known field layout.
+absl::Status CheckWellKnown(const Descriptor& d, const std::string& path) {
+  const Descriptor* own =
+      google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(d.full_name());
+  if (own != nullptr && SameDefinition(d, *own)) return absl::OkStatus();
+  return Refuse(path, fmt::format("is a {} that is not protobuf's own definition of that "
+                                  "well-known type (google/protobuf/*.proto)",
+                                  d.full_name()));
+}
+
 }  // namespace
 
 struct ProtoRowConverter::Column {
@@ -117,6 +148,11 @@ class Deriver {
           "{}: message {} has no fields, and a BigQuery RECORD (or table) needs at least one "
           "column",
           where, d.full_name()));
+    }
+    if (stack_.size() >= kMaxRecordDepth) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: message {} nests RECORDs deeper than BigQuery's {} levels", where,
+                      d.full_name(), kMaxRecordDepth));
     }
     if (std::find(stack_.begin(), stack_.end(), &d) != stack_.end()) {
       return absl::InvalidArgumentError(
@@ -152,6 +188,14 @@ class Deriver {
     for (const auto* paths : {&options_.json_field_paths(), &options_.geography_field_paths()}) {
       for (const std::string& path : *paths) {
         if (!matched_.contains(path)) {
+          for (const auto& [whole, what] : whole_) {
+            if (absl::StartsWith(path, whole + ".")) {
+              return absl::InvalidArgumentError(fmt::format(
+                  "{} \"{}\" names a field inside \"{}\", which is {}; mark \"{}\" itself",
+                  paths == &options_.json_field_paths() ? "jsonFieldPath" : "geographyFieldPath",
+                  path, whole, what, whole));
+            }
+          }
           return absl::InvalidArgumentError(fmt::format(
               "{} \"{}\" matches no field of {} (paths are declared field names from the root "
               "message, joined by dots)",
@@ -167,6 +211,11 @@ class Deriver {
   absl::Status Field(const FieldDescriptor& f, const std::string& prefix, TableFieldSchema& column,
                      Column& step) {
     const std::string path = prefix.empty() ? f.name() : prefix + "." + f.name();
+    if (++columns_ > kMaxColumns) {
+      return Refuse(path, fmt::format("the derived schema has more than BigQuery's {} columns "
+                                      "(nested ones included)",
+                                      kMaxColumns));
+    }
     column.name = f.name();
     step.field = &f;
     step.path = path;
@@ -196,6 +245,7 @@ class Deriver {
       }
       column.type = json ? FieldType::kJson : FieldType::kGeography;
       step.conv = string ? Conv::kVerbatim : Conv::kJsonText;
+      if (message != nullptr) whole_[path] = "written whole as a JSON column";
       step.omit_empty = string && !repeated && !f.has_presence();
       return absl::OkStatus();
     }
@@ -233,6 +283,12 @@ class Deriver {
   absl::Status MessageField(const Descriptor& message, const std::string& path,
                             TableFieldSchema& column, Column& step) {
     const std::string& name = message.full_name();
+    if (name == "google.protobuf.Timestamp" || name == "google.protobuf.Duration" ||
+        name == "google.protobuf.FieldMask" || IsJsonWellKnownType(name) ||
+        WrapperType(name).has_value()) {
+      GCP_RETURN_IF_ERROR(CheckWellKnown(message, path));
+      whole_[path] = "the well-known type " + name;
+    }
     if (name == "google.protobuf.Timestamp") {
       return Set(column, step, FieldType::kTimestamp, Conv::kTimestamp);
     }
@@ -300,8 +356,12 @@ class Deriver {
       }
       if (found.size() != 1 || found[0]->type() != UnknownField::TYPE_VARINT ||
           found[0]->varint() > 1) {
-        return Refuse(path,
-                      fmt::format("field option {} is not encoded as a singular bool", number));
+        const bool varint = found[0]->type() == UnknownField::TYPE_VARINT;
+        return Refuse(path, fmt::format("field option {} is not encoded as a singular bool "
+                                        "(found {} occurrence(s), the first {})",
+                                        number, found.size(),
+                                        varint ? fmt::format("a varint {}", found[0]->varint())
+                                               : std::string("not a varint")));
       }
       if (found[0]->varint() == 1) return true;
     }
@@ -311,6 +371,9 @@ class Deriver {
   const ProtoSchemaOptions& options_;
   std::vector<const Descriptor*> stack_;
   std::set<std::string> matched_;
+  std::size_t columns_ = 0;
+  // Message fields converted whole (JSON, well-known types) -> what they became.
+  std::map<std::string, std::string> whole_;
 };
 
 using Value = std::variant<std::int64_t, double, bool, std::string>;
@@ -350,6 +413,48 @@ absl::StatusOr<Value> Utf8(std::string s, const std::string& path) {
     return Refuse(path, fmt::format("invalid UTF-8 at byte {}", *bad));
   }
   return Value(std::move(s));
+}
+
+// What the JSON printer would otherwise get wrong silently, refused instead: invalid UTF-8 in a
+// string (the printer drops the bytes), a google.protobuf.Value with no kind (printed as
+// nothing, which is not JSON) or a non-finite number (printed as a string, where protobuf's JSON
+// mapping calls it an error), and nesting deeper than protobuf's own parse limit (100).
+absl::Status CheckJsonInput(const google::protobuf::Message& m, const std::string& path,
+                            int depth = 0) {
+  constexpr int kMaxJsonDepth = 100;
+  if (depth > kMaxJsonDepth) {
+    return Refuse(path, fmt::format("the message nests deeper than {} levels", kMaxJsonDepth));
+  }
+  const Reflection& r = *m.GetReflection();
+  const Descriptor& d = *m.GetDescriptor();
+  std::vector<const FieldDescriptor*> fields;
+  r.ListFields(m, &fields);
+  if (d.full_name() == "google.protobuf.Value") {
+    if (fields.empty()) return Refuse(path, "a google.protobuf.Value has no kind set (not JSON)");
+    const FieldDescriptor* number = d.FindFieldByName("number_value");
+    if (number != nullptr && r.HasField(m, number) && !std::isfinite(r.GetDouble(m, number))) {
+      return Refuse(path, "a google.protobuf.Value holds NaN or an infinity, which JSON cannot");
+    }
+  }
+  for (const FieldDescriptor* f : fields) {
+    const int n = f->is_repeated() ? r.FieldSize(m, f) : 1;
+    for (int i = 0; i < n; ++i) {
+      if (f->type() == FieldDescriptor::TYPE_STRING) {
+        std::string scratch;
+        const std::string& v = f->is_repeated() ? r.GetRepeatedStringReference(m, f, i, &scratch)
+                                                : r.GetStringReference(m, f, &scratch);
+        if (auto bad = util::InvalidUtf8At(v)) {
+          return Refuse(path,
+                        fmt::format("{} holds invalid UTF-8 at byte {}", f->full_name(), *bad));
+        }
+      } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+        const google::protobuf::Message& sub =
+            f->is_repeated() ? r.GetRepeatedMessage(m, f, i) : r.GetMessage(m, f);
+        GCP_RETURN_IF_ERROR(CheckJsonInput(sub, path, depth + 1));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 // One value of a non-RECORD column, or nothing for a column left NULL.
@@ -413,6 +518,7 @@ absl::StatusOr<std::optional<Value>> Read(const Column& c, const google::protobu
         case Conv::kWrapper:
           return Read(c.children[0], sub, -1);
         case Conv::kJsonText: {
+          GCP_RETURN_IF_ERROR(CheckJsonInput(sub, c.path));
           std::string json;
           auto printed = google::protobuf::util::MessageToJsonString(sub, &json);
           if (!printed.ok()) {
@@ -420,6 +526,7 @@ absl::StatusOr<std::optional<Value>> Read(const Column& c, const google::protobu
                                               sub.GetDescriptor()->full_name(),
                                               std::string(printed.message())));
           }
+          if (json.empty()) return Refuse(c.path, "the JSON printer produced nothing");
           return Value(std::move(json));
         }
         default:
@@ -514,6 +621,13 @@ absl::StatusOr<std::unique_ptr<ProtoRowConverter>> ProtoRowConverter::Create(
   return c;
 }
 
+bool ProtoRowConverter::SameForeignDefinition(const Descriptor& other) const {
+  std::lock_guard lock(foreign_mu_);
+  auto [it, fresh] = foreign_.emplace(&other, false);
+  if (fresh) it->second = SameDefinition(other, *descriptor_);
+  return it->second;
+}
+
 const TableSchema& ProtoRowConverter::schema() const { return row_type_->schema(); }
 
 const google::protobuf::DescriptorProto& ProtoRowConverter::writer_descriptor() const {
@@ -528,6 +642,12 @@ absl::StatusOr<std::string> ProtoRowConverter::encode(const google::protobuf::Me
       return absl::InvalidArgumentError(fmt::format("expected a {} message, got a {}",
                                                     descriptor_->full_name(),
                                                     m.GetDescriptor()->full_name()));
+    }
+    if (!SameForeignDefinition(*m.GetDescriptor())) {
+      return absl::InvalidArgumentError(fmt::format(
+          "the {} message comes from a descriptor pool whose definition of that type differs "
+          "from the configured one (its fields would be misread)",
+          descriptor_->full_name()));
     }
     const Message* prototype =
         google::protobuf::MessageFactory::generated_factory()->GetPrototype(descriptor_);

@@ -5,7 +5,9 @@
 #include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/message.h>
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -37,14 +39,19 @@ namespace gcpstream::bigquery {
 //   a marked message or string  JSON (canonical protobuf JSON / the string verbatim)
 //   a marked string        GEOGRAPHY (verbatim)
 // A marked string without presence is left unset (NULL) when empty. Field numbers of the row
-// follow column order; column names are the declared field names.
+// follow column order; column names are the declared field names. Extensions and unknown fields
+// are not written (a proto2 closed enum keeps an unknown number among the unknown fields, so
+// such a column gets the field's default or NULL, as protobuf itself reads it). A message named
+// like a well-known type must be protobuf's own definition of it.
 //
 // Derivation fails with INVALID_ARGUMENT (naming the dotted field path) for: a recursive message,
 // sibling names equal but for case (the Storage Write API lowercases them), a message with no
 // fields, a path matching no field, a marked field of the wrong kind (JSON: a message that is not
 // a map, or a string; GEOGRAPHY: a string), a field marked both JSON and GEOGRAPHY, an option
-// number whose value is not encoded as a singular bool, and what ValidateTableSchema refuses
-// (for example nesting deeper than 15 levels). Thread-safe after Create.
+// number whose value is not encoded as a singular bool, a look-alike of a well-known type,
+// RECORDs nested deeper than 15 levels or more than 10,000 columns (both checked while deriving,
+// so a deep chain or a type reused at every level fails at once), and what ValidateTableSchema
+// refuses. Thread-safe after Create.
 class ProtoRowConverter {
  public:
   // `descriptor` must outlive the converter (a generated message's always does).
@@ -57,11 +64,13 @@ class ProtoRowConverter {
   const google::protobuf::DescriptorProto& writer_descriptor() const;
   const google::protobuf::Descriptor* message_type() const { return descriptor_; }
 
-  // One row's bytes. A message of another type with the same full name (another descriptor
-  // pool) is re-read through its wire form; any other type is refused. INVALID_ARGUMENT naming
-  // the field for a row-level failure: uint64 above INT64_MAX, a Duration or Timestamp out of
-  // range, a proto2 `required` field unset under derive_required_columns, invalid UTF-8 in a
-  // string, a Struct or marked message the JSON printer refuses.
+  // One row's bytes. A message of the same type from another descriptor pool (the same
+  // definition) is re-read through its wire form; any other type, or another definition under
+  // the same name, is refused. INVALID_ARGUMENT naming the field for a row-level failure: uint64
+  // above INT64_MAX, a Duration or Timestamp out of range, a proto2 `required` field unset under
+  // derive_required_columns, invalid UTF-8 in a string (also inside a JSON column's message), a
+  // google.protobuf.Value with no kind or a non-finite number, a message the JSON printer
+  // refuses (an Any of a type the pool does not know).
   absl::StatusOr<std::string> encode(const google::protobuf::Message& message) const;
 
   struct Column;  // the conversion plan of one column (internal)
@@ -74,6 +83,10 @@ class ProtoRowConverter {
   std::unique_ptr<WriterRowType> row_type_;
   // For re-reading a message from another pool when descriptor_ is not a generated type.
   mutable google::protobuf::DynamicMessageFactory dynamic_factory_;
+  // Descriptors from other pools already compared with descriptor_ (by definition).
+  bool SameForeignDefinition(const google::protobuf::Descriptor& other) const;
+  mutable std::mutex foreign_mu_;
+  mutable std::map<const google::protobuf::Descriptor*, bool> foreign_;
 };
 
 }  // namespace gcpstream::bigquery

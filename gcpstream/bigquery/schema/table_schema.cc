@@ -6,6 +6,7 @@
 #include <set>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 
 namespace gcpstream::bigquery {
@@ -54,6 +55,14 @@ absl::Status ValidateLevel(const std::vector<TableFieldSchema>& fields, int dept
     if (f.name.empty() || f.name.size() > kMaxColumnNameChars) {
       return absl::InvalidArgumentError(
           fmt::format("column \"{}\": a name has 1 to {} characters", path, kMaxColumnNameChars));
+    }
+    // "Column names": these prefixes are reserved, case-insensitively.
+    for (const char* reserved :
+         {"_table_", "_file_", "_partition", "_row_timestamp", "__root__", "_colon_"}) {
+      if (absl::StartsWith(absl::AsciiStrToLower(f.name), reserved)) {
+        return absl::InvalidArgumentError(fmt::format(
+            "column \"{}\": names starting with {} are reserved by BigQuery", path, reserved));
+      }
     }
     if (!seen.insert(absl::AsciiStrToLower(f.name)).second) {
       return absl::InvalidArgumentError(fmt::format(

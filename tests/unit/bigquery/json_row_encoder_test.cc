@@ -62,6 +62,14 @@ TEST(TableSchemaTest, RefusesWhatBigQueryRefuses) {
               HasSubstr("maxLength"));
   EXPECT_THAT(refused(R"([{"name": "", "type": "INT64"}])").message(), HasSubstr("characters"));
   EXPECT_FALSE(refused(R"([{"name": "a", "type": "INT64", "mode": "OPTIONAL"}])").ok());
+  // "Column names": reserved prefixes, case-insensitively, nested columns too.
+  EXPECT_THAT(refused(R"([{"name": "_PARTITIONTIME", "type": "TIMESTAMP"}])").message(),
+              HasSubstr("reserved"));
+  EXPECT_THAT(refused(R"([{"name": "r", "type": "RECORD", "fields": [
+                {"name": "_table_suffix", "type": "STRING"}]}])")
+                  .message(),
+              HasSubstr("\"r._table_suffix\""));
+  EXPECT_TRUE(refused(R"([{"name": "_partner", "type": "STRING"}])").ok());
   // Sixteen nested RECORDs: one more than BigQuery allows.
   nlohmann::json deep = {{{"name", "leaf"}, {"type", "STRING"}}};
   for (int i = 0; i < 16; ++i) deep = {{{"name", "r"}, {"type", "RECORD"}, {"fields", deep}}};

@@ -532,7 +532,113 @@ TEST_F(DynamicDescriptorTest, NestingDeeperThanBigQueryAllowsIsRefusedAtDerivati
   }
   const pb::Descriptor* d = Build(text);
   ASSERT_NE(d, nullptr);
-  EXPECT_THAT(ShapeOf(d), HasSubstr("not a valid BigQuery schema"));
+  EXPECT_THAT(ShapeOf(d), HasSubstr("nests RECORDs deeper than BigQuery's 15 levels"));
+}
+
+// Found by feeding the converter hostile descriptors: what used to crash, hang or pass wrong
+// data silently.
+TEST_F(DynamicDescriptorTest, ALookAlikeOfAWellKnownTypeIsRefusedNotReadByItsLayout) {
+  Build(R"pb(
+    name: "fake_timestamp.proto"
+    package: "google.protobuf"
+    syntax: "proto3"
+    message_type {
+      name: "Timestamp"
+      field { name: "seconds" number: 1 type: TYPE_STRING label: LABEL_OPTIONAL }
+    })pb");
+  const pb::Descriptor* d = Build(R"pb(
+    name: "uses.proto"
+    package: "uses"
+    syntax: "proto3"
+    dependency: "fake_timestamp.proto"
+    message_type {
+      name: "Row"
+      field {
+        name: "at"
+        number: 1
+        type: TYPE_MESSAGE
+        label: LABEL_OPTIONAL
+        type_name: ".google.protobuf.Timestamp"
+      }
+    })pb");
+  ASSERT_NE(d, nullptr);
+  EXPECT_THAT(ShapeOf(d), HasSubstr("not protobuf's own definition"));
+}
+
+// One message type per level, each with `width` fields of the next: no recursion, but the
+// schema doubles (or worse) at every level.
+std::string Fanout(int levels, int width) {
+  std::string text = R"pb(name: "fan.proto" package: "fan" syntax: "proto3")pb";
+  for (int i = 0; i < levels; ++i) {
+    text += "message_type { name: \"L" + std::to_string(i) + "\" ";
+    for (int w = 0; w < width; ++w) {
+      text +=
+          "field { name: \"f" + std::to_string(w) + "\" number: " + std::to_string(w + 1) +
+          (i + 1 < levels ? " type: TYPE_MESSAGE type_name: \".fan.L" + std::to_string(i + 1) + "\""
+                          : " type: TYPE_INT64") +
+          " label: LABEL_OPTIONAL } ";
+    }
+    text += "} ";
+  }
+  return text;
+}
+
+TEST_F(DynamicDescriptorTest, ADeepChainOrAWideFanOutFailsWhileDerivingNotAfter) {
+  const pb::Descriptor* deep = Build(Fanout(2000, 1));
+  ASSERT_NE(deep, nullptr);
+  EXPECT_THAT(ShapeOf(deep), HasSubstr("deeper than BigQuery's 15 levels"));
+  pb::DescriptorPool other;
+  pb::FileDescriptorProto file;
+  ASSERT_TRUE(pb::TextFormat::ParseFromString(Fanout(8, 10), &file));  // 10^8 columns
+  const pb::FileDescriptor* wide = other.BuildFile(file);
+  ASSERT_NE(wide, nullptr);
+  EXPECT_THAT(ShapeOf(wide->message_type(0)), HasSubstr("more than BigQuery's 10000 columns"));
+}
+
+TEST(ProtoRowConversionTest, JsonColumnsRefuseWhatTheJsonPrinterWouldMangle) {
+  bq::WellKnown m;
+  (*m.mutable_st()->mutable_fields())["k"].set_string_value("ab\xff");
+  EXPECT_THAT(ConvertError(m).message(), HasSubstr("invalid UTF-8"));
+  m.Clear();
+  m.mutable_val();  // set, but no kind
+  EXPECT_THAT(ConvertError(m).message(), HasSubstr("no kind"));
+  m.Clear();
+  m.mutable_lv()->add_values()->set_number_value(std::nan(""));
+  EXPECT_THAT(ConvertError(m).message(), HasSubstr("NaN"));
+}
+
+TEST(ProtoSchemaDerivationTest, APathInsideAFieldWrittenWholeSaysSo) {
+  ProtoSchemaOptions o;
+  o.json_field_path("doc").json_field_path("doc.name");
+  EXPECT_THAT(ShapeOf(bq::Marked::descriptor(), o),
+              HasSubstr("\"doc.name\" names a field inside \"doc\", which is written whole"));
+  ProtoSchemaOptions wkt;
+  wkt.json_field_path("ts.seconds");
+  EXPECT_THAT(ShapeOf(bq::WellKnown::descriptor(), wkt),
+              HasSubstr("the well-known type google.protobuf.Timestamp"));
+}
+
+TEST(ProtoRowConversionTest, AnotherDefinitionUnderTheSameNameIsRefused) {
+  auto c = ProtoRowConverter::Create(bq::Inner::descriptor());
+  ASSERT_TRUE(c.ok()) << c.status();
+  pb::DescriptorPool pool;
+  pb::FileDescriptorProto file;
+  ASSERT_TRUE(pb::TextFormat::ParseFromString(
+      R"pb(
+        name: "inner_other.proto"
+        package: "gcpstream.test.bq"
+        syntax: "proto3"
+        message_type {
+          name: "Inner"
+          field { name: "name" number: 1 type: TYPE_INT64 label: LABEL_OPTIONAL }
+        })pb",
+      &file));
+  const pb::FileDescriptor* built = pool.BuildFile(file);
+  ASSERT_NE(built, nullptr);
+  pb::DynamicMessageFactory factory(&pool);
+  std::unique_ptr<pb::Message> m(factory.GetPrototype(built->message_type(0))->New());
+  m->GetReflection()->SetInt64(m.get(), built->message_type(0)->field(0), 42);
+  EXPECT_THAT((*c)->encode(*m).status().message(), HasSubstr("definition of that type differs"));
 }
 
 TEST(ProtoRowConversionTest, AMessageOfAnotherTypeIsRefusedAndOneFromAnotherPoolIsReRead) {
