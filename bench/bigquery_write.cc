@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "bench/bench_util.h"
+#include "bench/bigquery_fake_process.h"
 #include "gcpstream/bigquery/admin/table_admin.h"
 #include "gcpstream/bigquery/schema/writer_descriptor.h"
 #include "gcpstream/bigquery/sink/bigquery_sink.h"
@@ -39,32 +40,9 @@ constexpr int kWindow = 100;
 constexpr std::int64_t kRequestBytes = 512 * 1024;
 const std::string kPayload(64, 'p');
 
-struct Fake {
-  pid_t pid = 0;
-  std::string grpc;
-  std::string rest;
-};
+using Fake = gcpstream::bench::BigQueryFakeProcess;
 
-Fake StartFake() {
-  int out[2];
-  if (pipe(out) != 0) std::exit(1);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out[1], STDOUT_FILENO);
-    close(out[0]);
-    execl(BIGQUERY_FAKE_PATH, BIGQUERY_FAKE_PATH, "--grpc-port", "0", "--rest-port", "0",
-          "--dataset", "bench:bench", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  close(out[1]);
-  FILE* in = fdopen(out[0], "r");
-  char grpc[128] = {}, rest[128] = {};
-  if (in == nullptr || std::fscanf(in, "bigquery_fake grpc %127s rest %127s", grpc, rest) != 2) {
-    std::fprintf(stderr, "the BigQuery fake (%s) did not start\n", BIGQUERY_FAKE_PATH);
-    std::exit(1);
-  }
-  return {pid, grpc, rest};
-}
+Fake StartFake() { return Fake::Start(BIGQUERY_FAKE_PATH); }
 
 bq::TableSchema Schema() {
   return *bq::TableSchemaFromJson(nlohmann::json::parse(R"([
@@ -213,8 +191,7 @@ int main(int argc, char** argv) {
     std::printf("%s: %.0f rows/s, %.3f CPU-s per 100k\n", only.c_str(), n / m.wall_s,
                 m.cpu_s * 100000.0 / n);
     gcpstream::bench::PrintResult("bigquery_write", only == "raw" ? "raw" : only.c_str(), n, m);
-    kill(fake.pid, SIGTERM);
-    waitpid(fake.pid, nullptr, 0);
+    fake.Stop();
     return 0;
   }
   using gcpstream::bench::Median;
@@ -244,7 +221,6 @@ int main(int argc, char** argv) {
               Median(rate[1]) / Median(rate[0]), note, Median(cpu[1]) / Median(cpu[0]));
   std::printf("exactly-once / raw throughput %.3f (goal >= 0.70)%s; CPU per row %.3f\n",
               Median(rate[2]) / Median(rate[0]), note, Median(cpu[2]) / Median(cpu[0]));
-  kill(fake.pid, SIGTERM);
-  waitpid(fake.pid, nullptr, 0);
+  fake.Stop();
   return 0;
 }

@@ -3,6 +3,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +63,24 @@ inline std::vector<google::rpc::ResourceInfo> ResourceInfosOf(const absl::Status
     if (any.Is<google::rpc::ResourceInfo>() && any.UnpackTo(&info)) out.push_back(std::move(info));
   }
   return out;
+}
+
+// The delay a status asks for before a retry (google.rpc.RetryInfo in its details), if any;
+// bounded to an hour, so a corrupt detail cannot park the caller for ever.
+inline std::optional<std::chrono::milliseconds> RetryDelayOf(const absl::Status& status) {
+  auto rpc = RpcDetailsOf(status);
+  if (!rpc) return std::nullopt;
+  for (const auto& any : rpc->details()) {
+    google::rpc::RetryInfo info;
+    if (any.Is<google::rpc::RetryInfo>() && any.UnpackTo(&info)) {
+      const auto& d = info.retry_delay();
+      if (d.seconds() < 0 || d.nanos() < 0) return std::nullopt;
+      const std::int64_t ms =
+          std::min<std::int64_t>(d.seconds(), 3600) * 1000 + d.nanos() / 1000000;
+      return std::chrono::milliseconds(ms);
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace gcpstream::connector

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "absl/time/time.h"
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/bigtable/client/row_key_range.h"
 #include "gcpstream/connector/lineage.h"
@@ -64,6 +65,24 @@ std::string SourceLine(const SourceSpec& source) {
         connector::DatabaseDestination::of(c->project, c->instance, c->database).resource_name(),
         c->options.start_position.describe(), c->options.max_concurrent_queries_per_subtask,
         c->emulator_endpoint ? ", emulator " + *c->emulator_endpoint : "");
+  }
+  if (const auto* q = std::get_if<BigQuerySourceSpec>(&source)) {
+    std::vector<std::string> what;
+    if (!q->selected_fields.empty()) {
+      what.push_back(fmt::format("columns {}", fmt::join(q->selected_fields, ", ")));
+    }
+    if (!q->row_restriction.empty()) what.push_back("where " + q->row_restriction);
+    if (q->snapshot_time_ms) {
+      what.push_back("as of " + absl::FormatTime(absl::RFC3339_full,
+                                                 absl::FromUnixMillis(*q->snapshot_time_ms),
+                                                 absl::UTCTimeZone()));
+    }
+    return fmt::format(
+        "bigquery {} {}(bounded, one read session of Avro streams as splits, a restore resumes "
+        "each stream at its checkpointed offset{})",
+        connector::BigQueryTableDestination::of(q->project, q->dataset, q->table).resource_name(),
+        what.empty() ? std::string() : fmt::format("{} ", fmt::join(what, ", ")),
+        q->emulator_endpoint ? ", emulator " + *q->emulator_endpoint : "");
   }
   if (const auto* b = std::get_if<BigtableSourceSpec>(&source)) {
     std::vector<std::string> what;
@@ -211,6 +230,14 @@ std::vector<std::pair<std::string, LineageVertex>> PipelineLineage(const Pipelin
     const auto db = connector::DatabaseDestination::of(s->project, s->instance, s->database);
     v.datasets.push_back(s->table ? connector::SpannerDataset(db, *s->table)
                                   : connector::SpannerDatabaseDataset(db));
+    out.emplace_back("source", std::move(v));
+  } else if (const auto* q = std::get_if<BigQuerySourceSpec>(&spec.source)) {
+    LineageVertex v;
+    v.role = LineageVertex::Role::kSource;
+    v.connector = "bigquery";
+    v.bounded = true;
+    v.datasets.push_back(connector::BigQueryDataset(
+        connector::BigQueryTableDestination::of(q->project, q->dataset, q->table)));
     out.emplace_back("source", std::move(v));
   } else if (const auto* b = std::get_if<BigtableSourceSpec>(&spec.source)) {
     LineageVertex v;

@@ -60,17 +60,19 @@ void ParseColumns(YamlMap& parent, const std::string& key, int depth,
 
 }  // namespace
 
+void ParseBigQueryDataset(YamlMap& m, std::string& project, std::string& dataset) {
+  project = m.required_string("project");
+  dataset = m.required_string("dataset");
+  if (!project.empty()) {
+    m.check("project", CheckId(project, "project id", R"([a-z][a-z0-9\-.:]*)"));
+  }
+  if (!dataset.empty()) m.check("dataset", CheckId(dataset, "dataset id", R"([A-Za-z0-9_]+)"));
+}
+
 BigQuerySinkSpec ParseBigQuerySink(YamlMap& m) {
   BigQuerySinkSpec spec;
-  spec.project = m.required_string("project");
-  spec.dataset = m.required_string("dataset");
+  ParseBigQueryDataset(m, spec.project, spec.dataset);
   spec.table = m.required_string("table");
-  if (!spec.project.empty()) {
-    m.check("project", CheckId(spec.project, "project id", R"([a-z][a-z0-9\-.:]*)"));
-  }
-  if (!spec.dataset.empty()) {
-    m.check("dataset", CheckId(spec.dataset, "dataset id", R"([A-Za-z0-9_]+)"));
-  }
   if (spec.table.find('{') != std::string::npos) {
     // A template: each record's table, from its fields ("delays_{origin}").
     m.check("table", RecordTemplate::parse(spec.table).status());

@@ -396,14 +396,14 @@ BigtableSourceSpec ParseBigtableSource(YamlMap& m) {
 }
 
 SourceSpec ParseSource(YamlMap m) {
-  const std::string type = m.choice(
-      "type", "file",
-      {"file", "pubsub", "spanner", "spanner_change_stream", "bigtable_change_stream", "bigtable"});
+  const std::string type = m.choice("type", "file",
+                                    {"file", "pubsub", "spanner", "spanner_change_stream",
+                                     "bigtable_change_stream", "bigtable", "bigquery"});
   if (!m.has("type") && m.present()) {
     m.context().fail(
         m.mark(), m.key_path("type"),
         "required key is missing; allowed values: file, pubsub, spanner, spanner_change_stream, "
-        "bigtable_change_stream, bigtable");
+        "bigtable_change_stream, bigtable, bigquery");
   }
   SourceSpec spec;
   if (type == "pubsub") {
@@ -416,6 +416,8 @@ SourceSpec ParseSource(YamlMap m) {
     spec = ParseBigtableChangeStreamSource(m);
   } else if (type == "bigtable") {
     spec = ParseBigtableSource(m);
+  } else if (type == "bigquery") {
+    spec = ParseBigQuerySource(m);
   } else {
     spec = ParseFileSource(m);
   }

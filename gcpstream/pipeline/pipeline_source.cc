@@ -1,5 +1,6 @@
 #include "gcpstream/pipeline/pipeline_source.h"
 
+#include "gcpstream/pipeline/bigquery_source_factory.h"
 #include "gcpstream/pipeline/bigtable_change_stream_source_factory.h"
 #include "gcpstream/pipeline/bigtable_source_factory.h"
 #include "gcpstream/pipeline/file_source.h"
@@ -21,6 +22,9 @@ absl::StatusOr<PipelineSource> MakePipelineSource(const SourceSpec& spec) {
   }
   if (const auto* changes = std::get_if<BigtableChangeStreamSourceSpec>(&spec)) {
     return MakeBigtableChangeStreamPipelineSource(*changes);
+  }
+  if (const auto* read = std::get_if<BigQuerySourceSpec>(&spec)) {
+    return MakeBigQueryPipelineSource(*read);
   }
   if (const auto* scan = std::get_if<BigtableSourceSpec>(&spec)) {
     return MakeBigtablePipelineSource(*scan);

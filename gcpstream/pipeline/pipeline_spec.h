@@ -99,9 +99,26 @@ struct BigtableSourceSpec {
   std::optional<std::string> service_account_key_file;
 };
 
+// `source: {type: bigquery}`: a table read once through the Storage Read API (BigQuerySource).
+struct BigQuerySourceSpec {
+  std::string project;
+  std::string dataset;
+  std::string table;
+  std::optional<std::string> parent_project;
+  std::vector<std::string> selected_fields;
+  std::string row_restriction;
+  std::optional<std::int64_t> snapshot_time_ms;  // RFC 3339 in the file
+  int max_stream_count = 0;
+  int preferred_min_stream_count = 0;
+  int max_records_per_fetch = 10000;
+  int retry_max_attempts = 25;
+  std::optional<std::string> emulator_endpoint;
+  std::optional<std::string> service_account_key_file;
+};
+
 using SourceSpec =
     std::variant<FileSourceSpec, PubSubSourceSpec, SpannerSourceSpec, SpannerChangeStreamSourceSpec,
-                 BigtableChangeStreamSourceSpec, BigtableSourceSpec>;
+                 BigtableChangeStreamSourceSpec, BigtableSourceSpec, BigQuerySourceSpec>;
 
 // One field comparison of a keep/drop filter.
 struct FieldComparison {

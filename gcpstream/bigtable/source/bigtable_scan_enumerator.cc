@@ -52,13 +52,8 @@ BigtableScanEnumerator::BigtableScanEnumerator(SplitEnumeratorContext<BigtableSc
       app_profile_id_(std::move(app_profile_id)),
       ranges_(std::move(ranges)),
       state_(std::move(restored)),
-      unassigned_count_(std::make_shared<std::atomic<std::int64_t>>(0)) {
-  MetricGroup& group = context_.metric_group();
-  samples_ = &group.counter("rowKeySamplesTaken");
-  assigned_ = &group.counter("splitsAssigned");
-  returned_ = &group.counter("splitsReturned");
-  group.gauge("unassignedSplits", [count = unassigned_count_] { return count->load(); });
-}
+      assigner_(context),
+      samples_(&context.metric_group().counter("rowKeySamplesTaken")) {}
 
 absl::Status BigtableScanEnumerator::start() {
   if (state_.planned) {
@@ -113,46 +108,18 @@ void BigtableScanEnumerator::on_planned(absl::StatusOr<std::vector<BigtableScanS
     }
   }
   state_.unassigned.clear();
-  unassigned_.assign(std::make_move_iterator(planned->begin()),
-                     std::make_move_iterator(planned->end()));
-  ready_ = true;
-  publish_unassigned();
-  std::set<int> waiting;
-  waiting.swap(waiting_);
-  for (int subtask : waiting) serve(subtask);
-}
-
-void BigtableScanEnumerator::publish_unassigned() {
-  unassigned_count_->store(static_cast<std::int64_t>(unassigned_.size()));
-}
-
-void BigtableScanEnumerator::serve(int subtask) {
-  if (unassigned_.empty()) {
-    context_.signal_no_more_splits(subtask);
-    return;
-  }
-  BigtableScanSplit split = std::move(unassigned_.front());
-  unassigned_.pop_front();
-  publish_unassigned();
-  assigned_->inc();
-  context_.assign_split(subtask, std::move(split));
+  assigner_.set_planned(*std::move(planned));
 }
 
 absl::Status BigtableScanEnumerator::handle_split_request(int subtask) {
-  if (!ready_) {
-    waiting_.insert(subtask);
-    return absl::OkStatus();
-  }
-  serve(subtask);
+  assigner_.handle_split_request(subtask);
   return absl::OkStatus();
 }
 
 absl::Status BigtableScanEnumerator::add_splits_back(std::vector<BigtableScanSplit> splits,
                                                      int subtask) {
   (void)subtask;
-  returned_->inc(static_cast<std::int64_t>(splits.size()));
-  for (auto it = splits.rbegin(); it != splits.rend(); ++it) unassigned_.push_front(*it);
-  publish_unassigned();
+  assigner_.add_back(std::move(splits));
   return absl::OkStatus();
 }
 
@@ -165,7 +132,7 @@ absl::StatusOr<BigtableScanEnumState> BigtableScanEnumerator::snapshot_state(std
   BigtableScanEnumState out;
   out.planned = state_.planned;
   out.split_count = state_.split_count;
-  out.unassigned.assign(unassigned_.begin(), unassigned_.end());
+  out.unassigned = assigner_.unassigned();
   out.ranges = ranges_;
   return out;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gcpstream/api/pull_split_assigner.h"
 #include "gcpstream/api/split_enumerator.h"
 #include "gcpstream/bigtable/client/blocking_stub.h"
 #include "gcpstream/bigtable/source/bigtable_scan_split.h"
@@ -44,8 +45,6 @@ class BigtableScanEnumerator final
 
  private:
   void on_planned(absl::StatusOr<std::vector<BigtableScanSplit>> planned);
-  void serve(int subtask);
-  void publish_unassigned();
 
   SplitEnumeratorContext<BigtableScanSplit>& context_;
   BigtableStubFactory stubs_;
@@ -53,13 +52,8 @@ class BigtableScanEnumerator final
   const std::string app_profile_id_;
   const std::vector<RowKeyRange> ranges_;
   BigtableScanEnumState state_;
-  std::deque<BigtableScanSplit> unassigned_;
-  bool ready_ = false;
-  std::set<int> waiting_;
+  PullSplitAssigner<BigtableScanSplit> assigner_;
   Counter* samples_ = nullptr;
-  Counter* assigned_ = nullptr;
-  Counter* returned_ = nullptr;
-  std::shared_ptr<std::atomic<std::int64_t>> unassigned_count_;
 };
 
 }  // namespace gcpstream::bigtable

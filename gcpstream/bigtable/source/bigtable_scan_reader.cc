@@ -22,45 +22,21 @@ bool Transient(absl::StatusCode code) {
 }  // namespace
 
 BigtableScanReader::BigtableScanReader(BigtableStubFactory stubs, BigtableScanRequest request)
-    : stubs_(std::move(stubs)),
-      request_(std::move(request)),
-      handoff_(static_cast<std::size_t>(std::max(1, request_.max_rows_per_fetch)),
-               request_.max_bytes_per_fetch) {}
+    : StreamThreadSplitReader(static_cast<std::size_t>(std::max(1, request.max_rows_per_fetch)),
+                              request.max_bytes_per_fetch, request.stall_timeout),
+      stubs_(std::move(stubs)),
+      request_(std::move(request)) {}
 
-BigtableScanReader::~BigtableScanReader() { stop_stream(); }
+BigtableScanReader::~BigtableScanReader() { stop(); }
 
-absl::Status BigtableScanReader::handle_splits_addition(
-    SplitsAddition<BigtableScanSplit> addition) {
-  {
-    std::lock_guard lock(mu_);
-    for (auto& split : addition.splits) pending_.push_back(std::move(split));
-  }
-  cv_.notify_all();
+absl::Status BigtableScanReader::open() {
+  auto stub = stubs_();
+  if (!stub.ok()) return stub.status();
+  stub_ = *std::move(stub);
   return absl::OkStatus();
 }
 
-void BigtableScanReader::wake_up() { handoff_.wake_up(); }
-
-bool BigtableScanReader::closing() const {
-  std::lock_guard lock(mu_);
-  return closing_;
-}
-
-void BigtableScanReader::run() {
-  while (true) {
-    BigtableScanSplit split;
-    {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return closing_ || !pending_.empty(); });
-      if (closing_) return;
-      split = std::move(pending_.front());
-      pending_.pop_front();
-    }
-    if (!read(split)) return;
-  }
-}
-
-bool BigtableScanReader::read(const BigtableScanSplit& split) {
+bool BigtableScanReader::read_split(const BigtableScanSplit& split) {
   RowKeyRange remaining = split.range;
   ReadRowsAssembler assembler;
   int failures = 0;
@@ -72,7 +48,7 @@ bool BigtableScanReader::read(const BigtableScanSplit& split) {
                             absl::StrCat("BigtableSource: reading ", split.id, " ",
                                          FormatRowRange(remaining), ": ", status.message()));
     }
-    return handoff_.push(Item{split.id, std::nullopt, std::move(status)}, 0);
+    return push_end(split.id, std::move(status));
   };
   while (true) {
     // Used up: finish without a call (an empty row set would read the whole table).
@@ -84,17 +60,13 @@ bool BigtableScanReader::read(const BigtableScanSplit& split) {
     if (request_.filter) *request.mutable_filter() = *request_.filter;
 
     grpc::ClientContext context;
-    {
-      std::lock_guard lock(mu_);
-      if (closing_) return false;
-      call_ = &context;
-    }
+    if (!set_call([&context] { context.TryCancel(); })) return false;
     auto stream = stub_->ReadRows(&context, request);
     v2::ReadRowsResponse response;
     bool progress = false;
     absl::Status consumed;
     // The rows one response completes go over together: one wake-up per response.
-    std::vector<std::pair<Item, std::size_t>> rows;
+    Elements rows;
     const auto sink = [&](BigtableRow row) -> absl::Status {
       remaining = RangeAfter(remaining, row.key);
       progress = true;
@@ -102,19 +74,9 @@ bool BigtableScanReader::read(const BigtableScanSplit& split) {
       rows.emplace_back(Item{split.id, std::move(row), absl::OkStatus()}, bytes);
       return absl::OkStatus();
     };
-    auto read = [&] {
-      {
-        std::lock_guard lock(mu_);
-        reading_since_ = std::chrono::steady_clock::now();
-      }
-      const bool got = stream->Read(&response);
-      std::lock_guard lock(mu_);
-      reading_since_.reset();
-      return got;
-    };
-    while (read()) {
+    while (read_call([&] { return stream->Read(&response); })) {
       consumed = assembler.consume(response, sink);
-      if (consumed.ok() && !handoff_.push_all(rows)) {
+      if (consumed.ok() && !push(rows)) {
         consumed = absl::CancelledError("the source reader is closing");
       }
       if (!consumed.ok()) {
@@ -127,17 +89,11 @@ bool BigtableScanReader::read(const BigtableScanSplit& split) {
       }
     }
     absl::Status status = FromGrpc(stream->Finish());
-    bool stalled = false;
-    {
-      std::lock_guard lock(mu_);
-      call_ = nullptr;
-      stalled = std::exchange(stalled_, false);
-    }
+    const bool stalled = clear_call();
     if (closing()) return false;
     if (stalled) {
-      status =
-          absl::UnavailableError(absl::StrCat("no response for ", request_.stall_timeout.count(),
-                                              " ms: the stream stalled and was cancelled"));
+      status = absl::UnavailableError(absl::StrCat("no response for ", stall_timeout().count(),
+                                                   " ms: the stream stalled and was cancelled"));
     }
     if (!consumed.ok()) {
       end(consumed);
@@ -158,67 +114,9 @@ bool BigtableScanReader::read(const BigtableScanSplit& split) {
     assembler.restart();
     spdlog::warn("BigtableSource: ReadRows for {} failed ({}); reading {} again in {} ms", split.id,
                  status.ToString(), FormatRowRange(remaining), backoff.count());
-    std::unique_lock lock(mu_);
-    if (cv_.wait_for(lock, backoff, [&] { return closing_; })) return false;
+    if (sleep_unless_closing(backoff)) return false;
     backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::seconds(5));
   }
-}
-
-void BigtableScanReader::watch() {
-  const auto tick = std::min<std::chrono::milliseconds>(
-      std::chrono::milliseconds(1000), request_.stall_timeout / 4 + std::chrono::milliseconds(1));
-  std::unique_lock lock(mu_);
-  while (!closing_) {
-    cv_.wait_for(lock, tick, [&] { return closing_; });
-    if (closing_ || call_ == nullptr || !reading_since_) continue;
-    if (std::chrono::steady_clock::now() - *reading_since_ >= request_.stall_timeout) {
-      stalled_ = true;
-      reading_since_.reset();
-      call_->TryCancel();
-    }
-  }
-}
-
-void BigtableScanReader::stop_stream() {
-  {
-    std::lock_guard lock(mu_);
-    closing_ = true;
-    if (call_ != nullptr) call_->TryCancel();
-  }
-  cv_.notify_all();
-  handoff_.close();
-  if (stream_thread_.joinable()) stream_thread_.join();
-  if (watchdog_.joinable()) watchdog_.join();
-}
-
-absl::StatusOr<RecordsWithSplitIds<BigtableRow>> BigtableScanReader::fetch() {
-  RecordsWithSplitIds<BigtableRow> batch;
-  if (!stub_) {
-    auto stub = stubs_();
-    if (!stub.ok()) return stub.status();
-    stub_ = *std::move(stub);
-    stream_thread_ = std::thread([this] { run(); });
-    watchdog_ = std::thread([this] { watch(); });
-  }
-  FetchHandoff<Item>::Taken taken = handoff_.take();
-  for (Item& item : taken.elements) {
-    if (item.row) {
-      batch.add(item.split_id, *std::move(item.row));
-    } else if (item.end.ok()) {
-      batch.finish_split(item.split_id);
-    } else {
-      // The rows before it are dropped with the batch: the job fails, and a restore reads them
-      // again from the checkpointed range.
-      return item.end;
-    }
-  }
-  return batch;
-}
-
-absl::Status BigtableScanReader::close() {
-  stop_stream();
-  stub_.reset();
-  return absl::OkStatus();
 }
 
 }  // namespace gcpstream::bigtable

@@ -15,8 +15,8 @@
 #include "gcpstream/api/collector.h"
 #include "gcpstream/api/deserialize.h"
 #include "gcpstream/api/lineage.h"
+#include "gcpstream/api/pull_source_reader.h"
 #include "gcpstream/api/source.h"
-#include "gcpstream/api/source_reader_base.h"
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/bigtable/admin/resource_names.h"
 #include "gcpstream/bigtable/client/blocking_stub.h"
@@ -265,46 +265,7 @@ class BigtableSource final : public Source<T, BigtableScanSplit, BigtableScanEnu
     Counter& skipped_;
   };
 
-  using Base = SourceReaderBase<BigtableRow, T, BigtableScanSplit, BigtableScanSplit>;
-  class Reader final : public Base {
-   public:
-    Reader(std::unique_ptr<BigtableScanReader> split_reader, std::unique_ptr<Emitter> emitter,
-           SourceReaderContext& context)
-        : Base(std::move(split_reader), std::move(emitter), context) {}
-
-    absl::Status start() override {
-      GCP_RETURN_IF_ERROR(Base::start());
-      request_more();
-      return absl::OkStatus();
-    }
-    absl::Status add_splits(std::vector<BigtableScanSplit> splits) override {
-      requested_ = false;
-      GCP_RETURN_IF_ERROR(Base::add_splits(std::move(splits)));
-      request_more();
-      return absl::OkStatus();
-    }
-
-   protected:
-    BigtableScanSplit initialized_state(const BigtableScanSplit& split) override { return split; }
-    BigtableScanSplit to_split_type(const std::string&, const BigtableScanSplit& state) override {
-      return state;
-    }
-    absl::Status on_split_finished(const std::map<std::string, BigtableScanSplit>&) override {
-      request_more();
-      return absl::OkStatus();
-    }
-
-   private:
-    // Keeps the next split queued behind the one being read (one request outstanding at a
-    // time), so a split's end does not wait for the coordinator: a table the service keeps in
-    // many sections has many short splits.
-    void request_more() {
-      if (requested_ || this->no_more_splits() || this->assigned_split_count() >= 2) return;
-      requested_ = true;
-      this->context().send_split_request();
-    }
-    bool requested_ = false;
-  };
+  using Reader = PullSourceReader<BigtableRow, T, BigtableScanSplit>;
 
   explicit BigtableSource(Builder b) : b_(std::move(b)) {
     ranges_ =

@@ -14,6 +14,8 @@ SpannerSourceSpec ParseSpannerSource(YamlMap& section);
 SpannerChangeStreamSourceSpec ParseSpannerChangeStreamSource(YamlMap& section);
 BigtableChangeStreamSourceSpec ParseBigtableChangeStreamSource(YamlMap& section);
 BigtableSourceSpec ParseBigtableSource(YamlMap& section);
+// The keys of a `type: bigquery` source (parse_bigquery_source.cc).
+BigQuerySourceSpec ParseBigQuerySource(YamlMap& section);
 // project, instance and database of a Spanner source or sink, each id checked at its own key.
 connector::DatabaseDestination ParseSpannerDatabase(YamlMap& section);
 TransformSpec ParseTransform(YamlMap section);
@@ -21,6 +23,8 @@ SinkSpec ParseSink(YamlMap section);
 // recovery_initial_backoff, recovery_max_backoff, recovery_max_attempts of a writer's options
 // (the shared writer core's repair budget), in `m`.
 void ParseRecovery(YamlMap& m, connector::RecoveryOptions& r);
+// project and dataset of a BigQuery source or sink, each id checked at its own key.
+void ParseBigQueryDataset(YamlMap& section, std::string& project, std::string& dataset);
 // The keys of a `type: bigquery` sink (parse_bigquery_sink.cc).
 BigQuerySinkSpec ParseBigQuerySink(YamlMap& section);
 FailureHandlerSpec ParseFailureHandler(YamlContext& ctx, const YAML::Node& node);

@@ -93,23 +93,6 @@ bool IsResumableReadFailure(const absl::Status& status) {
          status.code() == absl::StatusCode::kResourceExhausted;
 }
 
-std::optional<std::chrono::milliseconds> RetryDelayOf(const absl::Status& status) {
-  auto rpc = connector::RpcDetailsOf(status);
-  if (!rpc) return std::nullopt;
-  for (const auto& any : rpc->details()) {
-    google::rpc::RetryInfo info;
-    if (any.Is<google::rpc::RetryInfo>() && any.UnpackTo(&info)) {
-      const auto& d = info.retry_delay();
-      if (d.seconds() < 0 || d.nanos() < 0) return std::nullopt;
-      // Bounded to an hour: a corrupt detail must not park the caller for ever.
-      const std::int64_t ms =
-          std::min<std::int64_t>(d.seconds(), 3600) * 1000 + d.nanos() / 1000000;
-      return std::chrono::milliseconds(ms);
-    }
-  }
-  return std::nullopt;
-}
-
 void ReadCancellation::cancel() {
   std::lock_guard lock(mu_);
   cancelled_ = true;

@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "gcpstream/connector/grpc_status.h"
 #include "gcpstream/connector/recovery_backoff.h"
 #include "gcpstream/spanner/client/mutation.h"
 #include "gcpstream/spanner/client/session_pool.h"
@@ -184,7 +185,7 @@ class SpannerDataClient {
 bool IsResumableReadFailure(const absl::Status& status);
 
 // The delay an ABORTED status asks for (google.rpc.RetryInfo in its details), if any.
-std::optional<std::chrono::milliseconds> RetryDelayOf(const absl::Status& status);
+using connector::RetryDelayOf;
 
 }  // namespace gcpstream::spanner
 

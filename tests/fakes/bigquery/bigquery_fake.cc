@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include "tests/fakes/bigquery/fake_read_service.h"
 #include "tests/fakes/bigquery/fake_rest_service.h"
 #include "tests/fakes/bigquery/fake_write_service.h"
 
@@ -15,6 +16,7 @@ absl::StatusOr<std::unique_ptr<BigQueryFake>> BigQueryFake::Start(FakeOptions op
   fake->store_ = std::make_shared<bigquery_fake::FakeStore>();
   fake->store_->set_options(std::move(options));
   fake->write_service_ = bigquery_fake::MakeWriteService(fake->store_);
+  fake->read_service_ = bigquery_fake::MakeReadService(fake->store_);
   grpc::ServerBuilder builder;
   // A port another process holds is refused, not shared (gRPC allows SO_REUSEPORT by default).
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -25,6 +27,7 @@ absl::StatusOr<std::unique_ptr<BigQueryFake>> BigQueryFake::Start(FakeOptions op
   // answers it as the service does instead of gRPC's own limit.
   builder.SetMaxReceiveMessageSize(64 * 1024 * 1024);
   builder.RegisterService(fake->write_service_.get());
+  builder.RegisterService(fake->read_service_.get());
   fake->grpc_server_ = builder.BuildAndStart();
   if (fake->grpc_server_ == nullptr || bound == 0) {
     return absl::UnavailableError(fmt::format("cannot listen for gRPC on {}:{}", host, grpc_port));
@@ -88,6 +91,11 @@ absl::Status BigQueryFake::patch_table(const std::string& project, const std::st
 absl::StatusOr<std::vector<nlohmann::json>> BigQueryFake::rows(
     const std::string& table_path) const {
   return store_->rows(table_path);
+}
+
+absl::Status BigQueryFake::insert_rows(const std::string& table_path,
+                                       std::vector<nlohmann::json> rows) {
+  return store_->insert_rows(table_path, std::move(rows));
 }
 
 std::int64_t BigQueryFake::streams_created() const { return store_->streams_created(); }

@@ -39,9 +39,13 @@ using bigquery_fake::FakeOptions;
 //    tabledata.list for reading visible rows back, and /fake/v1 controls.
 //  - Faults (FakeOptions): UNAVAILABLE on the Nth append or flush, a lost append response,
 //    a stalled append.
-// Each behaviour is pinned by tests/integration/bigquery/bigquery_fake_test.cc. Not served:
-// the Storage Read API, jobs, Arrow rows, connection multiplexing (one stream per AppendRows
-// connection), default values for missing columns. Thread-safe.
+//  - gRPC google.cloud.bigquery.storage.v1.BigQueryRead (fake_read_service.h): read sessions
+//    over a snapshot (time travel within 7 days), selected fields, simple row restrictions,
+//    stream counts, Avro rows from an offset, session expiry, SplitReadStream; REST
+//    tabledata.insertAll to fill a table.
+// Each behaviour is pinned by tests/integration/bigquery/bigquery_fake_test.cc and
+// bigquery_read_fake_test.cc. Not served: jobs, Arrow rows, connection multiplexing (one stream per
+// AppendRows connection), default values for missing columns. Thread-safe.
 class BigQueryFake {
  public:
   // Listens on `host` (0: any free port for either).
@@ -67,6 +71,9 @@ class BigQueryFake {
                            const std::string& table, const nlohmann::json& patch);
   // The visible rows of "projects/P/datasets/D/tables/T" (RowDecoder's JSON shape).
   absl::StatusOr<std::vector<nlohmann::json>> rows(const std::string& table_path) const;
+  // Rows made visible at once (RowDecoder's JSON shape; not checked), as tabledata.insertAll
+  // would: how a test fills a table the source reads.
+  absl::Status insert_rows(const std::string& table_path, std::vector<nlohmann::json> rows);
   std::int64_t streams_created() const;
   std::int64_t rows_appended() const;  // FakeStore::rows_appended
 
@@ -76,6 +83,7 @@ class BigQueryFake {
   BigQueryFake() = default;
   std::shared_ptr<bigquery_fake::FakeStore> store_;
   std::unique_ptr<grpc::Service> write_service_;
+  std::unique_ptr<grpc::Service> read_service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<httplib::Server> rest_server_;
   std::thread rest_thread_;

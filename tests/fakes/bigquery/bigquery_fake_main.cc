@@ -2,8 +2,9 @@
 //
 //   bigquery_fake --grpc-port 9060 --rest-port 9050 --dataset my-project:my_dataset
 //
-// The Storage Write API is served over gRPC on --grpc-port, the v2 REST calls on --rest-port
-// (see tests/fakes/bigquery/bigquery_fake.h for what is served). Faults and the clock can be
+// The Storage Write and Storage Read APIs are served over gRPC on --grpc-port, the v2 REST calls
+// on --rest-port (see tests/fakes/bigquery/bigquery_fake.h for what is served; fill a table to
+// read with POST .../tables/T/insertAll). Faults and the clock can be
 // changed while it runs through POST /fake/v1/options and /fake/v1/clock:advance. It prints
 // "bigquery_fake grpc HOST:PORT rest http://HOST:PORT" once ready and runs until SIGINT or
 // SIGTERM.
@@ -20,7 +21,7 @@ std::atomic<bool> g_stop{false};
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"A fake BigQuery: Storage Write API (gRPC) and the v2 table calls (REST)"};
+  CLI::App app{"A fake BigQuery: Storage Write and Read APIs (gRPC) and the v2 table calls (REST)"};
   int grpc_port = 0;
   int rest_port = 0;
   std::string host = "127.0.0.1";

@@ -77,6 +77,14 @@ void FakeStore::set_options(FakeOptions options) {
   options_ = std::move(options);
   append_ordinal_ = 0;
   flush_ordinal_ = 0;
+  read_failures_taken_ = 0;
+}
+
+bool FakeStore::take_read_failure() {
+  std::lock_guard lock(mu_);
+  if (read_failures_taken_ >= options_.read_fail_count) return false;
+  ++read_failures_taken_;
+  return true;
 }
 
 FakeOptions FakeStore::options() const {
@@ -155,9 +163,63 @@ absl::StatusOr<nlohmann::json> FakeStore::get_dataset(const std::string& project
   return it->second;
 }
 
+void FakeStore::make_visible(Table& table, nlohmann::json row) {
+  table.rows.push_back(std::move(row));
+  table.row_times.push_back(now_locked());
+}
+
+absl::Status FakeStore::snapshot(const std::string& table_path, std::optional<absl::Time> at,
+                                 Schema* schema, std::vector<nlohmann::json>* rows) const {
+  std::lock_guard lock(mu_);
+  auto it = tables_.find(table_path);
+  if (it == tables_.end()) {
+    return absl::NotFoundError(fmt::format("Not found: Table {}", table_path));
+  }
+  const Table& t = it->second;
+  if (t.resource.contains("view") || t.resource.contains("materializedView")) {
+    return absl::InvalidArgumentError(
+        "request failed: non-table entities cannot be read with the storage API");
+  }
+  const absl::Time now = now_locked();
+  if (at) {
+    if (*at < now - absl::Hours(168)) {
+      return absl::InvalidArgumentError(
+          "time travel timestamp exceeds the maximum time travel duration of 168h");
+    }
+    if (*at > now) {
+      return absl::InvalidArgumentError("the snapshot time is in the future");
+    }
+    if (*at < t.created) {
+      return absl::InvalidArgumentError(
+          fmt::format("the table {} did not exist at the snapshot time", table_path));
+    }
+  }
+  *schema = t.schema;
+  rows->clear();
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    if (!at || t.row_times[i] <= *at) rows->push_back(t.rows[i]);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FakeStore::insert_rows(const std::string& table_path,
+                                    std::vector<nlohmann::json> rows) {
+  std::lock_guard lock(mu_);
+  auto it = tables_.find(table_path);
+  if (it == tables_.end()) {
+    return absl::NotFoundError(fmt::format("Not found: Table {}", table_path));
+  }
+  rows_appended_ += static_cast<std::int64_t>(rows.size());
+  for (auto& r : rows) make_visible(it->second, std::move(r));
+  return absl::OkStatus();
+}
+
 nlohmann::json FakeStore::table_json(const std::string& path, const Table& t) const {
   nlohmann::json out = t.resource;
   out["kind"] = "bigquery#table";
+  out["type"] = t.resource.contains("view")               ? "VIEW"
+                : t.resource.contains("materializedView") ? "MATERIALIZED_VIEW"
+                                                          : "TABLE";
   out["etag"] = std::to_string(t.etag);
   out["schema"] = {{"fields", ToJson(t.schema)}};
   out["numRows"] = std::to_string(t.rows.size());
@@ -182,8 +244,9 @@ absl::StatusOr<nlohmann::json> FakeStore::insert_table(const std::string& projec
     if (!schema.ok()) return schema.status();
     t.schema = std::move(*schema);
   }
+  // A `view` or `materializedView` makes the table a view: the Storage Read API refuses it.
   for (const char* key : {"timePartitioning", "rangePartitioning", "clustering", "description",
-                          "labels", "tableConstraints"}) {
+                          "labels", "tableConstraints", "view", "materializedView"}) {
     if (resource.contains(key)) t.resource[key] = resource[key];
   }
   if (t.resource.contains("clustering")) {
@@ -372,7 +435,7 @@ grpc::Status FakeStore::append(const std::string& stream, std::optional<std::int
     }
     *first_row = static_cast<std::int64_t>(table->second.rows.size());
     rows_appended_ += static_cast<std::int64_t>(rows.size());
-    for (auto& r : rows) table->second.rows.push_back(std::move(r));
+    for (auto& r : rows) make_visible(table->second, std::move(r));
     return grpc::Status::OK;
   }
   Stream* s = nullptr;
@@ -396,7 +459,7 @@ grpc::Status FakeStore::append(const std::string& stream, std::optional<std::int
   *first_row = end;
   rows_appended_ += static_cast<std::int64_t>(rows.size());
   for (auto& r : rows) {
-    if (s->type == WriteStream::COMMITTED) table->second.rows.push_back(r);
+    if (s->type == WriteStream::COMMITTED) make_visible(table->second, r);
     s->rows.push_back(std::move(r));
   }
   return grpc::Status::OK;
@@ -468,7 +531,7 @@ grpc::Status FakeStore::flush_rows(const std::string& name, std::optional<std::i
   // Rows up to and including `offset` become visible; a flush at or below the cursor is a no-op
   // that succeeds.
   for (std::int64_t i = s->flushed; i <= *offset; ++i) {
-    table->second.rows.push_back(s->rows[static_cast<std::size_t>(i)]);
+    make_visible(table->second, s->rows[static_cast<std::size_t>(i)]);
   }
   s->flushed = std::max(s->flushed, *offset + 1);
   s->last_used = now_locked();
@@ -512,7 +575,7 @@ grpc::Status FakeStore::batch_commit(const storage::BatchCommitWriteStreamsReque
   if (out->stream_errors_size() > 0) return grpc::Status::OK;
   const absl::Time t = now_locked();
   for (Stream* s : streams) {
-    for (const auto& r : s->rows) table->second.rows.push_back(r);
+    for (const auto& r : s->rows) make_visible(table->second, r);
     s->committed = true;
     s->commit_time = t;
   }

@@ -52,6 +52,21 @@ struct FakeOptions {
   // FlushRows on it answer the masked PERMISSION_DENIED a table still propagating gets from the
   // service (measured, ../shared/spec/bigquery.md "A missing table does not say NOT_FOUND").
   absl::Duration table_propagation = absl::ZeroDuration();
+  // Storage Read API. A read session splits its rows into streams of at most this many rows
+  // (so a small table is one stream), before max_stream_count / preferred_min_stream_count
+  // shape the count [10,000].
+  int read_rows_per_stream = 10000;
+  // Rows per ReadRows response block [1,000].
+  int read_rows_per_response = 1000;
+  // Fault: each ReadRows call ends with `read_fail_code` (a gRPC code; UNAVAILABLE by default)
+  // and `read_fail_message` once it has sent this many rows, for the next `read_fail_count`
+  // calls that get that far [0: never].
+  int read_fail_after_rows = 0;
+  int read_fail_count = 0;
+  int read_fail_code = 14;
+  std::string read_fail_message = "the connection was reset (injected)";
+  // A read session expires this long after its creation (the service: 6 hours) [6 h].
+  absl::Duration read_session_lifetime = absl::Hours(6);
   // The fake's notion of now [absl::Now() plus what advance_clock added].
   std::function<absl::Time()> clock;
 };
@@ -108,6 +123,20 @@ class FakeStore {
       const google::cloud::bigquery::storage::v1::BatchCommitWriteStreamsRequest& request,
       google::cloud::bigquery::storage::v1::BatchCommitWriteStreamsResponse* out);
 
+  // --- Storage Read API support. The visible rows of a table as of `at` (now when unset),
+  // with its schema: NOT_FOUND for a missing table; INVALID_ARGUMENT for a view (the service's
+  // words: non-table entities cannot be read with the storage API), for an instant older than
+  // the 7-day time-travel window (the service's "exceeds the maximum time travel duration of
+  // 168h"), in the future, or before the table existed.
+  absl::Status snapshot(const std::string& table_path, std::optional<absl::Time> at, Schema* schema,
+                        std::vector<nlohmann::json>* rows) const;
+  // Tests and the fake binary: rows (RowDecoder's JSON shape, not checked) made visible now.
+  absl::Status insert_rows(const std::string& table_path, std::vector<nlohmann::json> rows);
+
+  // Whether the next ReadRows that reaches read_fail_after_rows fails (read_fail_count of them
+  // after each set_options).
+  bool take_read_failure();
+
   // Counters for tests.
   std::int64_t next_append_ordinal();
   std::int64_t next_flush_ordinal();
@@ -122,7 +151,8 @@ class FakeStore {
     std::int64_t schema_version = 1;
     std::int64_t etag = 1;
     absl::Time created;
-    std::vector<nlohmann::json> rows;  // visible
+    std::vector<nlohmann::json> rows;   // visible
+    std::vector<absl::Time> row_times;  // when each row became visible (time travel)
   };
   struct Stream {
     std::string table;
@@ -137,6 +167,8 @@ class FakeStore {
   };
 
   nlohmann::json table_json(const std::string& path, const Table& t) const;
+  // Appends a visible row, stamped now. Caller holds mu_.
+  void make_visible(Table& table, nlohmann::json row);
   // The stream, or NOT_FOUND (expired streams are dropped here). Caller holds mu_.
   grpc::Status find_stream(const std::string& name, Stream** out);
   bool propagating(const Table& t) const;
@@ -150,6 +182,7 @@ class FakeStore {
   std::map<std::string, Stream> streams_;
   std::int64_t append_ordinal_ = 0;
   std::int64_t flush_ordinal_ = 0;
+  int read_failures_taken_ = 0;
   std::int64_t streams_created_ = 0;
   std::int64_t rows_appended_ = 0;
 };

@@ -12,12 +12,18 @@
 #include "gcpstream/pipeline/pipeline_job.h"
 #include "gcpstream/pipeline/spec_parser.h"
 #include "tests/fakes/bigquery/bigquery_fake.h"
+#include "tests/support/emulators.h"
+#include "tests/support/pubsub_emulator.h"
 
 namespace gcpstream::pipeline {
 namespace {
 
+using testing::FakeOptions;
+
 constexpr char kFlights[] = GCPSTREAM_SOURCE_DIR "/.deps/vega-datasets-3.2.1/data/flights-20k.json";
 constexpr char kExample[] = GCPSTREAM_SOURCE_DIR "/examples/pipelines/flights-to-bigquery.yaml";
+constexpr char kReadBack[] =
+    GCPSTREAM_SOURCE_DIR "/examples/pipelines/flights-bigquery-to-pubsub.yaml";
 
 std::string ReadFile(const char* path) {
   std::ifstream in(path);
@@ -26,9 +32,9 @@ std::string ReadFile(const char* path) {
   return text.str();
 }
 
-// Runs the example against `fake`, with `extra` on top of the environment it reads.
+// Runs an example against `fake`, with `extra` on top of the environment it reads.
 void RunExample(testing::BigQueryFake& fake, const std::map<std::string, std::string>& extra,
-                runtime::JobResult& result) {
+                runtime::JobResult& result, const char* example = kExample) {
   const auto checkpoints = std::filesystem::temp_directory_path() /
                            ("flights-to-bigquery-" + std::to_string(::getpid()));
   std::map<std::string, std::string> env = {{"FLIGHTS_FILE", kFlights},
@@ -36,7 +42,7 @@ void RunExample(testing::BigQueryFake& fake, const std::map<std::string, std::st
                                             {"BIGQUERY_EMULATOR_REST", fake.rest_endpoint()},
                                             {"CHECKPOINT_DIR", checkpoints.string()}};
   for (const auto& [k, v] : extra) env[k] = v;
-  auto spec = ParsePipelineSpec(ReadFile(kExample), kExample,
+  auto spec = ParsePipelineSpec(ReadFile(example), example,
                                 [&](const std::string& name) -> std::optional<std::string> {
                                   auto it = env.find(name);
                                   if (it == env.end()) return std::nullopt;
@@ -103,6 +109,51 @@ TEST(FlightsToBigQueryIT, ATableTemplateWritesEachFlightIntoItsOriginsTable) {
   }
   EXPECT_EQ(wrong, 0u) << "of " << per_origin.size() << " origin tables";
   EXPECT_GE(result.metric(kSinkNode, "tablesCreated"), 2);
+}
+
+// examples/pipelines/flights-bigquery-to-pubsub.yaml reading back the table the first example
+// wrote: through the Storage Read API (the fake's), into the Pub/Sub emulator, one message per
+// row, its data the row's selected columns as JSON and its origin as an attribute.
+TEST(FlightsToBigQueryIT, TheReadBackExamplePublishesEveryRowOfTheTableOnce) {
+  const std::string pubsub = testing::EmulatorEndpoint(testing::Emulator::kPubSub);
+  ASSERT_FALSE(pubsub.empty());
+  auto fake = testing::BigQueryFake::Start();
+  ASSERT_TRUE(fake.ok()) << fake.status();
+  ASSERT_TRUE((*fake)->add_dataset("gcpstream-demo", "flights").ok());
+  runtime::JobResult written;
+  ASSERT_NO_FATAL_FAILURE(RunExample(**fake, {}, written));
+  auto rows = (*fake)->rows("projects/gcpstream-demo/datasets/flights/tables/delays");
+  ASSERT_TRUE(rows.ok());
+  FakeOptions options;
+  options.read_rows_per_stream = 2000;  // several streams for the two subtasks
+  (*fake)->set_options(options);
+
+  testing::PubSubEmulatorClient client(pubsub);
+  const std::string topic = testing::UniqueId("flights-readback");
+  ASSERT_TRUE(client.create_topic(testing::TopicName("gcpstream-demo", topic)).ok());
+  ASSERT_TRUE(client
+                  .create_subscription(testing::SubscriptionName("gcpstream-demo", topic + "-sub"),
+                                       testing::TopicName("gcpstream-demo", topic))
+                  .ok());
+  runtime::JobResult read;
+  ASSERT_NO_FATAL_FAILURE(
+      RunExample(**fake, {{"PUBSUB_EMULATOR_HOST", pubsub}, {"FLIGHTS_READBACK_TOPIC", topic}},
+                 read, kReadBack));
+  EXPECT_GE(read.metric(kSourceNode, "splitsAssigned"), 2) << "several streams";
+
+  auto messages = client.pull(testing::SubscriptionName("gcpstream-demo", topic + "-sub"),
+                              rows->size(), std::chrono::seconds(60));
+  std::map<std::int64_t, int> seen;
+  for (const auto& m : messages) {
+    auto data = nlohmann::json::parse(m.data(), nullptr, false);
+    ASSERT_FALSE(data.is_discarded()) << m.data();
+    ASSERT_TRUE(data["seq"].is_number_integer()) << m.data();
+    EXPECT_GT(data["delay"].get<std::int64_t>(), 0) << m.data();
+    EXPECT_EQ(m.attributes().at("origin"), data["origin"]) << m.data();
+    ++seen[data["seq"].get<std::int64_t>()];
+  }
+  EXPECT_EQ(messages.size(), rows->size());
+  EXPECT_EQ(seen.size(), rows->size()) << "every row of the table, each once";
 }
 
 }  // namespace

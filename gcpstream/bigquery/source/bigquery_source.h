@@ -1,0 +1,243 @@
+#ifndef GCPSTREAM_BIGQUERY_SOURCE_BIGQUERY_SOURCE_H_
+#define GCPSTREAM_BIGQUERY_SOURCE_BIGQUERY_SOURCE_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gcpstream/api/collector.h"
+#include "gcpstream/api/deserialize.h"
+#include "gcpstream/api/lineage.h"
+#include "gcpstream/api/metrics.h"
+#include "gcpstream/api/pull_source_reader.h"
+#include "gcpstream/api/source.h"
+#include "gcpstream/api/status_macros.h"
+#include "gcpstream/bigquery/client/read_stub.h"
+#include "gcpstream/bigquery/source/bigquery_read_options.h"
+#include "gcpstream/bigquery/source/bigquery_read_row.h"
+#include "gcpstream/bigquery/source/read_session_enumerator.h"
+#include "gcpstream/bigquery/source/read_stream_reader.h"
+#include "gcpstream/bigquery/source/read_stream_split.h"
+#include "gcpstream/connector/client_options_builder.h"
+#include "gcpstream/connector/destinations.h"
+#include "gcpstream/connector/lineage.h"
+
+namespace gcpstream::bigquery {
+
+// Turns one row into zero or more records through `out`, synchronously (never keep `out`).
+// Emitting nothing skips the row (recordsSkipped) and still consumes it. A failure fails the job
+// and the split's offset stays before the row, so a restore reads it again (a record the row
+// emitted before the failure can then come twice).
+template <typename T>
+using BigQueryReadRowDeserializer =
+    std::function<absl::Status(const BigQueryReadRow& row, Collector<T>& out)>;
+
+// Reads a BigQuery table once through the Storage Read API and finishes: a bounded source,
+// which also runs inside a streaming job (a dimension table joined against a stream).
+//
+//   auto source = BigQuerySource<Flight>::builder()
+//       .table(connector::BigQueryTableDestination::of("p", "d", "flights"))
+//       .selected_fields({"origin", "delay"})
+//       .row_restriction("delay > 10")
+//       .deserializer([](const BigQueryReadRow& row, Collector<Flight>& out) -> absl::Status {...})
+//       .build();
+//   env.from_source(*source, WatermarkStrategy<Flight>::no_watermarks(), "flights");
+//
+// Plan: the coordinator creates one read session (Avro rows), exactly once — the checkpointed
+// enumerator state says it exists, and a restore adopts it instead of pinning a second snapshot.
+// BigQuery decides how many streams the session has (max_stream_count caps it,
+// preferred_min_stream_count asks for more, best effort); each stream is a split, handed to a
+// reader that asks for one (pull-based: a reader done with a small stream takes the next).
+//
+// Delivery: a split is its stream plus the rows consumed from it, and a restore resumes each
+// stream at that offset (ReadRows' own offset), so every row reaches downstream at least once,
+// and exactly once for a job whose sink commits on checkpoints. Rows come in BigQuery's storage
+// order, not the table's.
+//
+// Records carry no timestamp: assign a WatermarkStrategy over them if event time is needed.
+//
+// Metrics (each reader): numRecordsIn (the runtime's), rowsRead, bytesRead (Avro bytes as they
+// arrived), recordsSkipped, readRetries; the coordinator's: readSessionsCreated (1 fresh, 0
+// restored: any other value means a second snapshot), queryJobsSubmitted, queryJobsReattached,
+// splitsAssigned, splitsReturned, unassignedSplits. Lineage: the table (kind bigquery-table).
+// docs/bigquery.md, "The source". Immutable once built; thread-safe.
+template <typename T>
+class BigQuerySource final : public Source<T, ReadStreamSplit, BigQueryReadEnumState>,
+                             public LineageVertexProvider {
+ public:
+  class Builder : public connector::ClientOptionsBuilder<Builder> {
+   public:
+    Builder& table(connector::BigQueryTableDestination table) {
+      table_ = std::move(table);
+      return *this;
+    }
+    Builder& deserializer(BigQueryReadRowDeserializer<T> deserializer) {
+      deserializer_ = std::move(deserializer);
+      return *this;
+    }
+    // The project the session is created in and billed to [the table's project].
+    Builder& parent_project(std::string project) {
+      options_.parent_project = std::move(project);
+      return *this;
+    }
+    Builder& selected_fields(std::vector<std::string> fields) {
+      options_.selected_fields = std::move(fields);
+      return *this;
+    }
+    Builder& row_restriction(std::string restriction) {
+      options_.row_restriction = std::move(restriction);
+      return *this;
+    }
+    Builder& snapshot_time(absl::Time time) {
+      options_.snapshot_time = time;
+      return *this;
+    }
+    Builder& max_stream_count(int n) {
+      options_.max_stream_count = n;
+      return *this;
+    }
+    Builder& preferred_min_stream_count(int n) {
+      options_.preferred_min_stream_count = n;
+      return *this;
+    }
+    Builder& max_records_per_fetch(int n) {
+      options_.max_records_per_fetch = n;
+      return *this;
+    }
+    Builder& retry_max_attempts(int n) {
+      options_.retry_max_attempts = n;
+      return *this;
+    }
+    // Tests: the first retry delay (100 ms otherwise) and the stall bound (60 s otherwise).
+    Builder& initial_retry_delay_for_tests(std::chrono::milliseconds delay) {
+      options_.initial_retry_delay = delay;
+      return *this;
+    }
+    Builder& stall_timeout(std::chrono::milliseconds timeout) {
+      options_.stall_timeout = timeout;
+      return *this;
+    }
+    // Tests: the stub every coordinator and reader uses instead of a gRPC channel.
+    Builder& stub_factory(BigQueryReadStubFactory stubs) {
+      stubs_ = std::move(stubs);
+      return *this;
+    }
+
+    // INVALID_ARGUMENT naming what is missing or out of range (BigQueryReadOptions::validate).
+    absl::StatusOr<std::shared_ptr<BigQuerySource>> build() const {
+      GCP_RETURN_IF_ERROR(this->builder_error());
+      if (!table_ || table_->project.empty() || table_->dataset.empty() || table_->table.empty()) {
+        return absl::InvalidArgumentError(
+            "BigQuerySource needs table(project, dataset, table), each part set");
+      }
+      if (!deserializer_) {
+        return absl::InvalidArgumentError("BigQuerySource needs deserializer(...)");
+      }
+      BigQueryReadOptions options = options_;
+      options.table = table_->resource_name();
+      GCP_RETURN_IF_ERROR(options.validate());
+      return std::shared_ptr<BigQuerySource>(new BigQuerySource(*this, std::move(options)));
+    }
+
+   private:
+    friend class BigQuerySource;
+    std::optional<connector::BigQueryTableDestination> table_;
+    BigQueryReadRowDeserializer<T> deserializer_;
+    BigQueryReadOptions options_;
+    BigQueryReadStubFactory stubs_;
+  };
+
+  static Builder builder() { return Builder(); }
+
+  Boundedness boundedness() const override { return Boundedness::kBounded; }
+
+  using EnumeratorPtr = std::unique_ptr<SplitEnumerator<ReadStreamSplit, BigQueryReadEnumState>>;
+  absl::StatusOr<EnumeratorPtr> create_enumerator(
+      SplitEnumeratorContext<ReadStreamSplit>& context) const override {
+    return EnumeratorPtr(std::make_unique<ReadSessionEnumerator>(context, stubs_, options_));
+  }
+  absl::StatusOr<EnumeratorPtr> restore_enumerator(SplitEnumeratorContext<ReadStreamSplit>& context,
+                                                   BigQueryReadEnumState state) const override {
+    return EnumeratorPtr(
+        std::make_unique<ReadSessionEnumerator>(context, stubs_, options_, std::move(state)));
+  }
+  absl::StatusOr<std::unique_ptr<SourceReader<T, ReadStreamSplit>>> create_reader(
+      SourceReaderContext& context) const override {
+    Counter& retries = context.metric_group().counter("readRetries");
+    return std::unique_ptr<SourceReader<T, ReadStreamSplit>>(
+        std::make_unique<Reader>(std::make_unique<ReadStreamReader>(stubs_, options_, retries),
+                                 std::make_unique<Emitter>(b_.deserializer_, context), context));
+  }
+  const VersionedSerializer<ReadStreamSplit>& split_serializer() const override {
+    return split_serializer_;
+  }
+  const VersionedSerializer<BigQueryReadEnumState>& enumerator_state_serializer() const override {
+    return state_serializer_;
+  }
+
+  LineageVertex lineage_vertex() const override {
+    LineageVertex v;
+    v.role = LineageVertex::Role::kSource;
+    v.connector = "bigquery";
+    v.bounded = true;
+    v.datasets.push_back(connector::BigQueryDataset(*b_.table_));
+    return v;
+  }
+
+  const BigQueryReadOptions& options() const { return options_; }
+
+ private:
+  class Emitter final : public RecordEmitter<ReadStreamRow, T, ReadStreamSplit> {
+   public:
+    Emitter(BigQueryReadRowDeserializer<T> deserializer, SourceReaderContext& context)
+        : deserializer_(std::move(deserializer)),
+          rows_read_(context.metric_group().counter("rowsRead")),
+          bytes_read_(context.metric_group().counter("bytesRead")),
+          skipped_(context.metric_group().counter(metric_names::kRecordsSkipped)) {}
+
+    absl::Status emit_record(ReadStreamRow element, SourceOutput<T>& output,
+                             ReadStreamSplit& split) override {
+      rows_read_.inc_single_writer();
+      if (element.block_bytes > 0) bytes_read_.inc_single_writer(element.block_bytes);
+      GCP_RETURN_IF_ERROR(RunDeserializer(
+          records_, [&](Collector<T>& out) { return deserializer_(element.row, out); },
+          [&] {
+            return absl::StrCat("BigQuerySource: the deserializer failed on row ", split.offset,
+                                " of ", split.stream);
+          }));
+      if (records_.empty()) skipped_.inc_single_writer();
+      for (T& record : records_) GCP_RETURN_IF_ERROR(output.collect(std::move(record)));
+      ++split.offset;  // only now is the row behind us
+      return absl::OkStatus();
+    }
+
+   private:
+    BigQueryReadRowDeserializer<T> deserializer_;
+    std::vector<T> records_;
+    Counter& rows_read_;
+    Counter& bytes_read_;
+    Counter& skipped_;
+  };
+
+  using Reader = PullSourceReader<ReadStreamRow, T, ReadStreamSplit>;
+
+  BigQuerySource(Builder b, BigQueryReadOptions options)
+      : b_(std::move(b)), options_(std::move(options)) {
+    stubs_ = b_.stubs_ ? b_.stubs_ : MakeBigQueryReadStubFactory(b_.client());
+  }
+
+  Builder b_;
+  BigQueryReadOptions options_;
+  BigQueryReadStubFactory stubs_;
+  ReadStreamSplitSerializer split_serializer_;
+  BigQueryReadEnumStateSerializer state_serializer_;
+};
+
+}  // namespace gcpstream::bigquery
+
+#endif  // GCPSTREAM_BIGQUERY_SOURCE_BIGQUERY_SOURCE_H_

@@ -1,0 +1,170 @@
+#include "gcpstream/bigquery/source/read_session_enumerator.h"
+
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace gcpstream::bigquery {
+
+storage_v1::CreateReadSessionRequest MakeReadSessionRequest(const BigQueryReadOptions& options) {
+  storage_v1::CreateReadSessionRequest request;
+  std::vector<std::string> parts = absl::StrSplit(options.table, '/');
+  const std::string project =
+      options.parent_project.empty() && parts.size() > 1 ? parts[1] : options.parent_project;
+  request.set_parent("projects/" + project);
+  storage_v1::ReadSession& session = *request.mutable_read_session();
+  session.set_table(options.table);
+  session.set_data_format(storage_v1::DataFormat::AVRO);
+  for (const std::string& field : options.selected_fields) {
+    session.mutable_read_options()->add_selected_fields(field);
+  }
+  if (!options.row_restriction.empty()) {
+    session.mutable_read_options()->set_row_restriction(options.row_restriction);
+  }
+  if (options.snapshot_time) {
+    *session.mutable_table_modifiers()->mutable_snapshot_time() =
+        google::protobuf::util::TimeUtil::MicrosecondsToTimestamp(
+            absl::ToUnixMicros(*options.snapshot_time));
+  }
+  request.set_max_stream_count(options.max_stream_count);
+  request.set_preferred_min_stream_count(options.preferred_min_stream_count);
+  return request;
+}
+
+absl::StatusOr<std::vector<ReadStreamSplit>> CreateReadSession(BigQueryReadStub& stub,
+                                                               const BigQueryReadOptions& options,
+                                                               std::string* session_name) {
+  const storage_v1::CreateReadSessionRequest request = MakeReadSessionRequest(options);
+  absl::StatusOr<storage_v1::ReadSession> session;
+  for (int attempt = 1;; ++attempt) {
+    session = stub.create_read_session(request, std::chrono::seconds(60));
+    const bool transient = session.status().code() == absl::StatusCode::kUnavailable ||
+                           session.status().code() == absl::StatusCode::kDeadlineExceeded;
+    if (session.ok() || !transient || attempt >= 5) break;
+    spdlog::warn("BigQuerySource: CreateReadSession for {} failed ({}); trying again",
+                 options.table, session.status().ToString());
+    std::this_thread::sleep_for(std::chrono::milliseconds(200) * attempt);
+  }
+  if (!session.ok()) {
+    std::string hint;
+    if (session.status().code() == absl::StatusCode::kInvalidArgument &&
+        absl::StrContains(session.status().message(), "non-table entities")) {
+      hint =
+          " (the Storage Read API reads table storage, and a view has none; read the "
+          "view's rows by naming its underlying table, or through a query job whose result "
+          "table you name here)";
+    }
+    return absl::Status(session.status().code(),
+                        absl::StrCat("BigQuerySource: creating the read session for ",
+                                     options.table, ": ", session.status().message(), hint));
+  }
+  if (!session->has_avro_schema() && session->streams_size() > 0) {
+    return absl::FailedPreconditionError(absl::StrCat("BigQuerySource: the read session for ",
+                                                      options.table, " carries no Avro schema"));
+  }
+  *session_name = session->name();
+  const std::int64_t expire =
+      session->has_expire_time()
+          ? google::protobuf::util::TimeUtil::TimestampToMicroseconds(session->expire_time())
+          : 0;
+  std::vector<ReadStreamSplit> splits;
+  for (const auto& stream : session->streams()) {
+    splits.push_back(ReadStreamSplit{stream.name(), 0, session->avro_schema().schema(), expire});
+  }
+  return splits;
+}
+
+ReadSessionEnumerator::ReadSessionEnumerator(SplitEnumeratorContext<ReadStreamSplit>& context,
+                                             BigQueryReadStubFactory stubs,
+                                             BigQueryReadOptions options,
+                                             BigQueryReadEnumState restored)
+    : context_(context),
+      stubs_(std::move(stubs)),
+      options_(std::move(options)),
+      state_(std::move(restored)),
+      assigner_(context),
+      sessions_created_(context.metric_group().counter("readSessionsCreated")) {
+  // A table source runs no query; registered so that 0 says so.
+  context.metric_group().counter("queryJobsSubmitted");
+  context.metric_group().counter("queryJobsReattached");
+}
+
+absl::Status ReadSessionEnumerator::start() {
+  if (!state_.session.empty()) {
+    if (!state_.read_table.empty() && state_.read_table != options_.table) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "BigQuerySource: the restored read session ", state_.session, " reads ",
+          state_.read_table, ", but the source now names ", options_.table,
+          "; its restored streams would read the old table. Restore with the same table, or "
+          "start the read afresh without this state"));
+    }
+    spdlog::info("BigQuerySource: restored read session {}; {} of {} stream(s) not yet assigned",
+                 state_.session, state_.unassigned.size(), state_.stream_count);
+    std::vector<ReadStreamSplit> unassigned = std::move(state_.unassigned);
+    state_.unassigned.clear();
+    assigner_.set_planned(std::move(unassigned));
+    return absl::OkStatus();
+  }
+  auto stub = stubs_();
+  if (!stub.ok()) return stub.status();
+  context_.call_async<absl::StatusOr<Created>>(
+      [stub = *std::move(stub), options = options_]() -> absl::StatusOr<Created> {
+        Created created;
+        auto splits = CreateReadSession(*stub, options, &created.session);
+        if (!splits.ok()) return splits.status();
+        created.splits = *std::move(splits);
+        return created;
+      },
+      [this](absl::StatusOr<Created> created) { on_created(std::move(created)); });
+  return absl::OkStatus();
+}
+
+void ReadSessionEnumerator::on_created(absl::StatusOr<Created> created) {
+  if (!created.ok()) {
+    context_.fail_job(created.status());
+    return;
+  }
+  sessions_created_.inc();
+  state_.session = created->session;
+  state_.read_table = options_.table;
+  state_.stream_count = static_cast<std::int64_t>(created->splits.size());
+  spdlog::info("BigQuerySource: read session {} of {} has {} stream(s)", state_.session,
+               options_.table, state_.stream_count);
+  if (state_.stream_count < context_.current_parallelism()) {
+    spdlog::warn(
+        "BigQuerySource: {} stream(s) for a parallelism of {}: BigQuery decides the count (a "
+        "small table is one stream), and the subtasks left without one finish at once",
+        state_.stream_count, context_.current_parallelism());
+  }
+  assigner_.set_planned(std::move(created->splits));
+}
+
+absl::Status ReadSessionEnumerator::handle_split_request(int subtask) {
+  assigner_.handle_split_request(subtask);
+  return absl::OkStatus();
+}
+
+absl::Status ReadSessionEnumerator::add_splits_back(std::vector<ReadStreamSplit> splits,
+                                                    int subtask) {
+  (void)subtask;
+  assigner_.add_back(std::move(splits));
+  return absl::OkStatus();
+}
+
+absl::Status ReadSessionEnumerator::add_reader(int subtask) {
+  (void)subtask;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BigQueryReadEnumState> ReadSessionEnumerator::snapshot_state(std::int64_t) {
+  BigQueryReadEnumState out = state_;
+  out.unassigned = assigner_.unassigned();
+  return out;
+}
+
+}  // namespace gcpstream::bigquery

@@ -1,0 +1,62 @@
+#ifndef GCPSTREAM_BIGQUERY_SOURCE_READ_SESSION_ENUMERATOR_H_
+#define GCPSTREAM_BIGQUERY_SOURCE_READ_SESSION_ENUMERATOR_H_
+
+#include <memory>
+#include <vector>
+
+#include "gcpstream/api/pull_split_assigner.h"
+#include "gcpstream/api/split_enumerator.h"
+#include "gcpstream/bigquery/client/read_stub.h"
+#include "gcpstream/bigquery/source/bigquery_read_options.h"
+#include "gcpstream/bigquery/source/read_stream_split.h"
+
+namespace gcpstream::bigquery {
+
+// The CreateReadSession request the options describe (Avro rows).
+storage_v1::CreateReadSessionRequest MakeReadSessionRequest(const BigQueryReadOptions& options);
+
+// Creates the read session (UNAVAILABLE and DEADLINE_EXCEEDED are tried again, 5 attempts in
+// all, 60 s each) and returns one split per stream at offset 0. A view's refusal gets a
+// sentence saying why; every failure keeps its code. Blocking.
+absl::StatusOr<std::vector<ReadStreamSplit>> CreateReadSession(BigQueryReadStub& stub,
+                                                               const BigQueryReadOptions& options,
+                                                               std::string* session_name);
+
+// Creates the read session exactly once, on a worker thread, and hands its streams out one per
+// split request (pull-based: a reader that finishes a small stream comes back for another). A
+// restored enumerator adopts the checkpointed session and never creates a second one — that
+// would pin a second snapshot of the table. A failed creation fails the job. A restore whose
+// session read another table than the source now names is refused.
+// Metrics on the coordinator's group: readSessionsCreated (1 fresh, 0 restored),
+// queryJobsSubmitted and queryJobsReattached (0: a table source), splitsAssigned,
+// splitsReturned, unassignedSplits.
+class ReadSessionEnumerator final : public SplitEnumerator<ReadStreamSplit, BigQueryReadEnumState> {
+ public:
+  ReadSessionEnumerator(SplitEnumeratorContext<ReadStreamSplit>& context,
+                        BigQueryReadStubFactory stubs, BigQueryReadOptions options,
+                        BigQueryReadEnumState restored = {});
+
+  absl::Status start() override;
+  absl::Status handle_split_request(int subtask) override;
+  absl::Status add_splits_back(std::vector<ReadStreamSplit> splits, int subtask) override;
+  absl::Status add_reader(int subtask) override;
+  absl::StatusOr<BigQueryReadEnumState> snapshot_state(std::int64_t checkpoint_id) override;
+
+ private:
+  struct Created {
+    std::string session;
+    std::vector<ReadStreamSplit> splits;
+  };
+  void on_created(absl::StatusOr<Created> created);
+
+  SplitEnumeratorContext<ReadStreamSplit>& context_;
+  BigQueryReadStubFactory stubs_;
+  const BigQueryReadOptions options_;
+  BigQueryReadEnumState state_;
+  PullSplitAssigner<ReadStreamSplit> assigner_;
+  Counter& sessions_created_;
+};
+
+}  // namespace gcpstream::bigquery
+
+#endif  // GCPSTREAM_BIGQUERY_SOURCE_READ_SESSION_ENUMERATOR_H_

@@ -1,0 +1,56 @@
+// The `source:` keys of a BigQuery source.
+#include <fmt/format.h>
+
+#include "absl/time/time.h"
+#include "gcpstream/bigquery/sink/bigquery_writer_options.h"
+#include "gcpstream/bigquery/source/bigquery_read_options.h"
+#include "gcpstream/pipeline/internal/spec_sections.h"
+
+namespace gcpstream::pipeline::internal {
+
+BigQuerySourceSpec ParseBigQuerySource(YamlMap& m) {
+  BigQuerySourceSpec spec;
+  YamlContext& ctx = m.context();
+  ParseBigQueryDataset(m, spec.project, spec.dataset);
+  spec.table = m.required_string("table");
+  if (!spec.table.empty()) m.check("table", bigquery::ValidateTableId(spec.table));
+  spec.parent_project = m.optional_string("parent_project");
+  spec.selected_fields = m.string_list("selected_fields");
+  spec.row_restriction = m.string("row_restriction", "");
+  if (auto ts = m.optional_string("snapshot_time")) {
+    absl::Time t;
+    std::string err;
+    if (absl::ParseTime(absl::RFC3339_full, *ts, &t, &err)) {
+      spec.snapshot_time_ms = absl::ToUnixMillis(t);
+    } else {
+      ctx.fail(m.mark(), m.key_path("snapshot_time"),
+               fmt::format("'{}' is not an RFC 3339 time (2026-08-09T10:00:00Z)", *ts));
+    }
+  }
+  constexpr IntRange kStreams{0, 100000};
+  spec.max_stream_count = static_cast<int>(m.integer("max_stream_count", 0, kStreams));
+  spec.preferred_min_stream_count =
+      static_cast<int>(m.integer("preferred_min_stream_count", 0, kStreams));
+  spec.max_records_per_fetch = static_cast<int>(
+      m.integer("max_records_per_fetch", spec.max_records_per_fetch, IntRange{1, 1000000}));
+  spec.retry_max_attempts = static_cast<int>(
+      m.integer("retry_max_attempts", spec.retry_max_attempts, IntRange{1, 100000}));
+  spec.emulator_endpoint = m.optional_string("emulator_endpoint");
+  spec.service_account_key_file = m.optional_string("service_account_key_file");
+  // What the builder refuses, reported at the key instead of when the job starts.
+  bigquery::BigQueryReadOptions options;
+  options.table = fmt::format("projects/{}/datasets/{}/tables/{}", spec.project, spec.dataset,
+                              spec.table.empty() ? "t" : spec.table);
+  options.max_stream_count = spec.max_stream_count;
+  options.preferred_min_stream_count = spec.preferred_min_stream_count;
+  if (!spec.project.empty() && !spec.dataset.empty()) {
+    m.check("preferred_min_stream_count", options.validate());
+  }
+  options = {};
+  options.table = "projects/p/datasets/d/tables/t";
+  options.selected_fields = spec.selected_fields;
+  m.check("selected_fields", options.validate());
+  return spec;
+}
+
+}  // namespace gcpstream::pipeline::internal

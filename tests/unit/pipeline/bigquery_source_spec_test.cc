@@ -1,0 +1,131 @@
+// The bigquery source of a pipeline file: what it accepts, the errors naming the key, a row as
+// record fields, the example pipeline, describe and lineage.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "gcpstream/pipeline/bigquery_source_factory.h"
+#include "gcpstream/pipeline/describe.h"
+#include "gcpstream/pipeline/spec_parser.h"
+
+namespace gcpstream::pipeline {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::string File(const std::string& source_extra) {
+  return R"(name: t
+source:
+  type: bigquery
+  project: p
+  dataset: flights
+  table: delays
+)" + source_extra +
+         R"(sink:
+  type: pubsub
+  project: p
+  topic: out
+)";
+}
+
+absl::StatusOr<PipelineSpec> Parse(const std::string& text) {
+  return ParsePipelineSpec(text, "p.yaml",
+                           [](const std::string&) -> std::optional<std::string> { return ""; });
+}
+
+TEST(BigQuerySourceSpec, OptionsAreReadWithTheirDefaults) {
+  auto spec =
+      Parse(File("  selected_fields: [seq, origin]\n  row_restriction: \"delay > 10\"\n"
+                 "  snapshot_time: 2026-08-09T10:00:00Z\n  max_stream_count: 8\n"
+                 "  preferred_min_stream_count: 4\n  max_records_per_fetch: 500\n"
+                 "  parent_project: billing\n  emulator_endpoint: 127.0.0.1:9060\n"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const auto& q = std::get<BigQuerySourceSpec>(spec->source);
+  EXPECT_THAT(q.selected_fields, ElementsAre("seq", "origin"));
+  EXPECT_EQ(q.row_restriction, "delay > 10");
+  EXPECT_EQ(q.snapshot_time_ms, 1786269600000);
+  EXPECT_EQ(q.max_stream_count, 8);
+  EXPECT_EQ(q.preferred_min_stream_count, 4);
+  EXPECT_EQ(q.max_records_per_fetch, 500);
+  EXPECT_EQ(q.retry_max_attempts, 25);
+  EXPECT_EQ(q.parent_project, "billing");
+  ASSERT_TRUE(MakePipelineSource(spec->source).ok());
+  auto described = DescribePipeline(*spec);
+  ASSERT_TRUE(described.ok());
+  EXPECT_THAT(*described,
+              HasSubstr("bigquery projects/p/datasets/flights/tables/delays columns seq, origin, "
+                        "where delay > 10, as of 2026-08-09T10:00:00+00:00"));
+  auto lineage = PipelineLineage(*spec);
+  ASSERT_FALSE(lineage.empty());
+  EXPECT_EQ(lineage[0].second.connector, "bigquery");
+  EXPECT_TRUE(lineage[0].second.bounded);
+  auto defaults = Parse(File(""));
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  const auto& d = std::get<BigQuerySourceSpec>(defaults->source);
+  EXPECT_EQ(d.max_records_per_fetch, 10000);
+  EXPECT_EQ(d.max_stream_count, 0);
+  EXPECT_FALSE(d.snapshot_time_ms.has_value());
+}
+
+TEST(BigQuerySourceSpec, MistakesNameTheirKey) {
+  struct Case {
+    std::string extra;
+    std::string expect;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"  snapshot_time: yesterday\n", "snapshot_time"},
+           {"  max_stream_count: 2\n  preferred_min_stream_count: 3\n",
+            "preferred_min_stream_count"},
+           {"  selected_fields: [a, A]\n", "selected_fields"},
+           {"  max_records_per_fetch: 0\n", "max_records_per_fetch"},
+           {"  retry_max_attempts: 0\n", "retry_max_attempts"},
+           {"  max_stream_count: -1\n", "max_stream_count"},
+           {"  columns: [a]\n", "columns"},
+       }) {
+    auto spec = Parse(File(c.extra));
+    ASSERT_FALSE(spec.ok()) << c.extra;
+    EXPECT_THAT(spec.status().message(), HasSubstr(c.expect)) << c.extra;
+  }
+  auto bad_dataset = Parse(R"(name: t
+source: {type: bigquery, project: p, dataset: "no-dashes", table: t}
+sink: {type: pubsub, project: p, topic: out}
+)");
+  ASSERT_FALSE(bad_dataset.ok());
+  EXPECT_THAT(bad_dataset.status().message(), HasSubstr("dataset"));
+}
+
+TEST(BigQuerySourceSpec, ARowBecomesOneRecordOfItsColumns) {
+  bigquery::BigQueryReadRow row;
+  auto schema = std::make_shared<bigquery::TableSchema>();
+  for (auto [name, type] : {std::pair{"seq", bigquery::FieldType::kInt64},
+                            std::pair{"origin", bigquery::FieldType::kString},
+                            std::pair{"at", bigquery::FieldType::kTimestamp}}) {
+    bigquery::TableFieldSchema f;
+    f.name = name;
+    f.type = type;
+    schema->fields.push_back(f);
+  }
+  row.schema = schema;
+  row.values = {bigquery::BigQueryValue::Int64(17), bigquery::BigQueryValue::String("SFO"),
+                bigquery::BigQueryValue()};
+  PipelineRecord record = BigQueryReadRowToPipelineRecord(row);
+  EXPECT_EQ(record.fields["seq"], 17);
+  EXPECT_EQ(record.fields["origin"], "SFO");
+  EXPECT_TRUE(record.fields["at"].is_null());
+  EXPECT_EQ(record.lookup("origin"), "SFO");
+  EXPECT_FALSE(record.event_time_ms.has_value());
+}
+
+TEST(BigQuerySourceSpec, TheExamplePipelineParses) {
+  auto spec = LoadPipelineSpec(
+      std::string(GCPSTREAM_SOURCE_DIR) + "/examples/pipelines/flights-bigquery-to-pubsub.yaml",
+      [](const std::string&) { return std::nullopt; });
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const auto& q = std::get<BigQuerySourceSpec>(spec->source);
+  EXPECT_EQ(q.table, "delays");
+  EXPECT_EQ(q.row_restriction, "delay > 0");
+  EXPECT_TRUE(MakePipelineSource(spec->source).ok());
+}
+
+}  // namespace
+}  // namespace gcpstream::pipeline
