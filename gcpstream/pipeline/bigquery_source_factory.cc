@@ -20,7 +20,7 @@ absl::StatusOr<PipelineSource> MakeBigQueryPipelineSource(const BigQuerySourceSp
       .max_records_per_fetch(spec.max_records_per_fetch)
       .retry_max_attempts(spec.retry_max_attempts);
   if (spec.parent_project) builder.parent_project(*spec.parent_project);
-  if (spec.snapshot_time_ms) builder.snapshot_time(absl::FromUnixMillis(*spec.snapshot_time_ms));
+  if (spec.snapshot_time_us) builder.snapshot_time(absl::FromUnixMicros(*spec.snapshot_time_us));
   if (spec.emulator_endpoint) builder.emulator_endpoint(*spec.emulator_endpoint);
   if (spec.service_account_key_file) {
     builder.service_account_key_file(*spec.service_account_key_file);

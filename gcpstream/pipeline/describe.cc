@@ -72,9 +72,9 @@ std::string SourceLine(const SourceSpec& source) {
       what.push_back(fmt::format("columns {}", fmt::join(q->selected_fields, ", ")));
     }
     if (!q->row_restriction.empty()) what.push_back("where " + q->row_restriction);
-    if (q->snapshot_time_ms) {
+    if (q->snapshot_time_us) {
       what.push_back("as of " + absl::FormatTime(absl::RFC3339_full,
-                                                 absl::FromUnixMillis(*q->snapshot_time_ms),
+                                                 absl::FromUnixMicros(*q->snapshot_time_us),
                                                  absl::UTCTimeZone()));
     }
     return fmt::format(

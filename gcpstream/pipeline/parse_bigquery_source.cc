@@ -21,7 +21,7 @@ BigQuerySourceSpec ParseBigQuerySource(YamlMap& m) {
     absl::Time t;
     std::string err;
     if (absl::ParseTime(absl::RFC3339_full, *ts, &t, &err)) {
-      spec.snapshot_time_ms = absl::ToUnixMillis(t);
+      spec.snapshot_time_us = absl::ToUnixMicros(t);
     } else {
       ctx.fail(m.mark(), m.key_path("snapshot_time"),
                fmt::format("'{}' is not an RFC 3339 time (2026-08-09T10:00:00Z)", *ts));
@@ -38,18 +38,18 @@ BigQuerySourceSpec ParseBigQuerySource(YamlMap& m) {
   spec.emulator_endpoint = m.optional_string("emulator_endpoint");
   spec.service_account_key_file = m.optional_string("service_account_key_file");
   // What the builder refuses, reported at the key instead of when the job starts.
-  bigquery::BigQueryReadOptions options;
-  options.table = fmt::format("projects/{}/datasets/{}/tables/{}", spec.project, spec.dataset,
-                              spec.table.empty() ? "t" : spec.table);
-  options.max_stream_count = spec.max_stream_count;
-  options.preferred_min_stream_count = spec.preferred_min_stream_count;
-  if (!spec.project.empty() && !spec.dataset.empty()) {
-    m.check("preferred_min_stream_count", options.validate());
+  if (spec.max_stream_count > 0 && spec.preferred_min_stream_count > spec.max_stream_count) {
+    m.check("preferred_min_stream_count",
+            absl::InvalidArgumentError(
+                fmt::format("{} is above max_stream_count ({}); BigQuery refuses that session",
+                            spec.preferred_min_stream_count, spec.max_stream_count)));
   }
-  options = {};
-  options.table = "projects/p/datasets/d/tables/t";
-  options.selected_fields = spec.selected_fields;
-  m.check("selected_fields", options.validate());
+  if (!spec.selected_fields.empty()) {
+    bigquery::BigQueryReadOptions options;
+    options.table = "projects/p/datasets/d/tables/t";
+    options.selected_fields = spec.selected_fields;
+    m.check("selected_fields", options.validate());
+  }
   return spec;
 }
 

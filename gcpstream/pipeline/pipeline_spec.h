@@ -107,7 +107,7 @@ struct BigQuerySourceSpec {
   std::optional<std::string> parent_project;
   std::vector<std::string> selected_fields;
   std::string row_restriction;
-  std::optional<std::int64_t> snapshot_time_ms;  // RFC 3339 in the file
+  std::optional<std::int64_t> snapshot_time_us;  // RFC 3339 in the file, to the microsecond
   int max_stream_count = 0;
   int preferred_min_stream_count = 0;
   int max_records_per_fetch = 10000;

@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "gcpstream/api/status_macros.h"
+#include "gcpstream/util/utf8.h"
 
 namespace gcpstream::bigquery {
 
@@ -51,6 +52,7 @@ struct SchemaParser {
           branches.push_back(&b);
         }
       }
+      if (in_array) return fail(path, "is an array of nullable elements; REPEATED holds no NULLs");
       if (!has_null || branches.size() != 1) {
         return fail(path, "is a union other than [\"null\", T]; BigQuery has no union type");
       }
@@ -77,6 +79,7 @@ struct SchemaParser {
     }
     if (!in_union && !in_array) field.mode = FieldMode::kRequired;
     if (name == "record") {
+      if (object == nullptr) return fail(path, "is a record without fields");
       field.type = FieldType::kRecord;
       plan.type = FieldType::kRecord;
       const std::string record_name = Text(*object, "name");
@@ -103,13 +106,18 @@ struct SchemaParser {
     } else if (name == "bytes") {
       t = FieldType::kBytes;
       if (logical == "decimal") {
-        const auto scale = object->value("scale", 0);
-        const auto precision = object->value("precision", 0);
-        if (scale < 0 || scale > 38 || precision < 1 || precision > 77) {
+        auto number = [&](const char* key, std::int64_t def) -> std::int64_t {
+          auto it = object->find(key);
+          if (it == object->end()) return def;
+          return it->is_number_integer() ? it->get<std::int64_t>() : -1;
+        };
+        const std::int64_t scale = number("scale", 0);
+        const std::int64_t precision = number("precision", -1);
+        if (scale < 0 || scale > 38 || precision < 1 || precision > 77 || scale > precision) {
           return fail(path, "is a decimal of a precision or scale BigQuery does not have");
         }
         t = scale <= 9 && precision - scale <= 29 ? FieldType::kNumeric : FieldType::kBigNumeric;
-        plan.scale = scale;
+        plan.scale = static_cast<int>(scale);
       }
     } else if (auto it = named.find(name); it != named.end()) {
       field.type = plan.type = FieldType::kRecord;
@@ -255,7 +263,12 @@ absl::StatusOr<BigQueryValue> DecodeScalar(avro_value_t* value, const TableField
       const char* s = nullptr;
       std::size_t size = 0;  // counts the terminating NUL libavro adds
       if (avro_value_get_string(value, &s, &size) != 0) break;
-      return BigQueryValue::String(std::string(s, size > 0 ? size - 1 : 0));
+      std::string text(s, size > 0 ? size - 1 : 0);
+      if (auto bad = util::InvalidUtf8At(text)) {
+        return absl::DataLossError(absl::StrCat(
+            "column '", field.name, "' holds text that is not UTF-8 (at byte ", *bad, ")"));
+      }
+      return BigQueryValue::String(std::move(text));
     }
     case AVRO_BYTES: {
       const void* p = nullptr;
@@ -263,6 +276,12 @@ absl::StatusOr<BigQueryValue> DecodeScalar(avro_value_t* value, const TableField
       if (avro_value_get_bytes(value, &p, &size) != 0) break;
       std::string_view bytes(static_cast<const char*>(p), size);
       if (plan.type == FieldType::kNumeric || plan.type == FieldType::kBigNumeric) {
+        // decimal(77, 38) needs 32 bytes; anything longer is not a BigQuery value.
+        if (bytes.size() > 32) {
+          return absl::DataLossError(absl::StrCat("column '", field.name, "' holds a decimal of ",
+                                                  bytes.size(),
+                                                  " bytes; BigQuery's take at most 32"));
+        }
         return BigQueryValue::String(DecimalFromTwosComplement(bytes, plan.scale));
       }
       return BigQueryValue::String(std::string(bytes));
@@ -357,6 +376,9 @@ AvroRowDecoder::~AvroRowDecoder() {
 absl::Status AvroRowDecoder::decode(std::string_view block, std::int64_t row_count,
                                     std::vector<BigQueryReadRow>& out) {
   const std::size_t before = out.size();
+  if (row_count < 0) {
+    return absl::DataLossError(absl::StrCat("a response block claims ", row_count, " rows"));
+  }
   avro_reader_t reader = avro_reader_memory(block.data(), static_cast<std::int64_t>(block.size()));
   if (reader == nullptr) return absl::ResourceExhaustedError("Avro reader: out of memory");
   absl::Status status;

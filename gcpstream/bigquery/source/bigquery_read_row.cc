@@ -55,7 +55,10 @@ nlohmann::json ScalarToJson(const TableFieldSchema& field, const BigQueryValue& 
       }
       break;
     case FieldType::kTime:
-      if (auto i = value.as_int64(); i.ok()) return FormatTimeOfDay(*i);
+      if (auto i = value.as_int64(); i.ok()) {
+        if (*i < 0 || *i >= 86400LL * 1000000) return *i;  // not a time of day: kept as stored
+        return FormatTimeOfDay(*i);
+      }
       break;
     case FieldType::kBytes:
       if (auto s = value.as_string(); s.ok())

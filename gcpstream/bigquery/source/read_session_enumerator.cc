@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "google/protobuf/util/time_util.h"
 
@@ -36,9 +37,21 @@ storage_v1::CreateReadSessionRequest MakeReadSessionRequest(const BigQueryReadOp
   return request;
 }
 
+std::string DescribeReadSession(const BigQueryReadOptions& options) {
+  std::string out = absl::StrCat("selected_fields=[", absl::StrJoin(options.selected_fields, ", "),
+                                 "] row_restriction=\"", options.row_restriction, "\"");
+  if (options.snapshot_time) {
+    absl::StrAppend(
+        &out, " snapshot_time=",
+        absl::FormatTime(absl::RFC3339_full, *options.snapshot_time, absl::UTCTimeZone()));
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<ReadStreamSplit>> CreateReadSession(BigQueryReadStub& stub,
                                                                const BigQueryReadOptions& options,
-                                                               std::string* session_name) {
+                                                               std::string* session_name,
+                                                               const std::atomic<bool>* cancelled) {
   const storage_v1::CreateReadSessionRequest request = MakeReadSessionRequest(options);
   absl::StatusOr<storage_v1::ReadSession> session;
   for (int attempt = 1;; ++attempt) {
@@ -46,6 +59,10 @@ absl::StatusOr<std::vector<ReadStreamSplit>> CreateReadSession(BigQueryReadStub&
     const bool transient = session.status().code() == absl::StatusCode::kUnavailable ||
                            session.status().code() == absl::StatusCode::kDeadlineExceeded;
     if (session.ok() || !transient || attempt >= 5) break;
+    if (cancelled != nullptr && cancelled->load()) {
+      return absl::CancelledError(absl::StrCat("BigQuerySource: creating the read session for ",
+                                               options.table, " stopped: the job is stopping"));
+    }
     spdlog::warn("BigQuerySource: CreateReadSession for {} failed ({}); trying again",
                  options.table, session.status().ToString());
     std::this_thread::sleep_for(std::chrono::milliseconds(200) * attempt);
@@ -103,6 +120,14 @@ absl::Status ReadSessionEnumerator::start() {
           "; its restored streams would read the old table. Restore with the same table, or "
           "start the read afresh without this state"));
     }
+    const std::string asked = DescribeReadSession(options_);
+    if (state_.read_options != asked) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "BigQuerySource: the restored read session ", state_.session, " was asked for ",
+          state_.read_options, ", but the source now asks for ", asked,
+          "; its restored streams keep reading what the first session was asked for. Restore "
+          "with the same options, or start the read afresh without this state"));
+    }
     spdlog::info("BigQuerySource: restored read session {}; {} of {} stream(s) not yet assigned",
                  state_.session, state_.unassigned.size(), state_.stream_count);
     std::vector<ReadStreamSplit> unassigned = std::move(state_.unassigned);
@@ -113,9 +138,9 @@ absl::Status ReadSessionEnumerator::start() {
   auto stub = stubs_();
   if (!stub.ok()) return stub.status();
   context_.call_async<absl::StatusOr<Created>>(
-      [stub = *std::move(stub), options = options_]() -> absl::StatusOr<Created> {
+      [stub = *std::move(stub), options = options_, closed = closed_]() -> absl::StatusOr<Created> {
         Created created;
-        auto splits = CreateReadSession(*stub, options, &created.session);
+        auto splits = CreateReadSession(*stub, options, &created.session, closed.get());
         if (!splits.ok()) return splits.status();
         created.splits = *std::move(splits);
         return created;
@@ -132,6 +157,11 @@ void ReadSessionEnumerator::on_created(absl::StatusOr<Created> created) {
   sessions_created_.inc();
   state_.session = created->session;
   state_.read_table = options_.table;
+  state_.read_options = DescribeReadSession(options_);
+  if (!created->splits.empty()) {
+    state_.avro_schema = created->splits.front().avro_schema;
+    state_.session_expire_micros = created->splits.front().session_expire_micros;
+  }
   state_.stream_count = static_cast<std::int64_t>(created->splits.size());
   spdlog::info("BigQuerySource: read session {} of {} has {} stream(s)", state_.session,
                options_.table, state_.stream_count);
@@ -158,6 +188,11 @@ absl::Status ReadSessionEnumerator::add_splits_back(std::vector<ReadStreamSplit>
 
 absl::Status ReadSessionEnumerator::add_reader(int subtask) {
   (void)subtask;
+  return absl::OkStatus();
+}
+
+absl::Status ReadSessionEnumerator::close() {
+  closed_->store(true);
   return absl::OkStatus();
 }
 

@@ -1,6 +1,7 @@
 #ifndef GCPSTREAM_BIGQUERY_SOURCE_READ_SESSION_ENUMERATOR_H_
 #define GCPSTREAM_BIGQUERY_SOURCE_READ_SESSION_ENUMERATOR_H_
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -15,18 +16,25 @@ namespace gcpstream::bigquery {
 // The CreateReadSession request the options describe (Avro rows).
 storage_v1::CreateReadSessionRequest MakeReadSessionRequest(const BigQueryReadOptions& options);
 
+// What a session is asked for besides its table, as text ("selected_fields=[a, b]
+// row_restriction=\"x > 1\" snapshot_time=..."): a restore compares it, since the restored
+// streams keep reading what the first session was asked for.
+std::string DescribeReadSession(const BigQueryReadOptions& options);
+
 // Creates the read session (UNAVAILABLE and DEADLINE_EXCEEDED are tried again, 5 attempts in
-// all, 60 s each) and returns one split per stream at offset 0. A view's refusal gets a
-// sentence saying why; every failure keeps its code. Blocking.
-absl::StatusOr<std::vector<ReadStreamSplit>> CreateReadSession(BigQueryReadStub& stub,
-                                                               const BigQueryReadOptions& options,
-                                                               std::string* session_name);
+// all, 60 s each, unless `cancelled` turns true between them: CANCELLED) and returns one split
+// per stream at offset 0. A view's refusal gets a sentence saying why; every failure keeps its
+// code. Blocking.
+absl::StatusOr<std::vector<ReadStreamSplit>> CreateReadSession(
+    BigQueryReadStub& stub, const BigQueryReadOptions& options, std::string* session_name,
+    const std::atomic<bool>* cancelled = nullptr);
 
 // Creates the read session exactly once, on a worker thread, and hands its streams out one per
 // split request (pull-based: a reader that finishes a small stream comes back for another). A
 // restored enumerator adopts the checkpointed session and never creates a second one — that
 // would pin a second snapshot of the table. A failed creation fails the job. A restore whose
-// session read another table than the source now names is refused.
+// session read another table, or was asked for other columns, restriction or snapshot than the
+// source now asks for, is refused naming both (its streams would read what the first asked).
 // Metrics on the coordinator's group: readSessionsCreated (1 fresh, 0 restored),
 // queryJobsSubmitted and queryJobsReattached (0: a table source), splitsAssigned,
 // splitsReturned, unassignedSplits.
@@ -41,6 +49,8 @@ class ReadSessionEnumerator final : public SplitEnumerator<ReadStreamSplit, BigQ
   absl::Status add_splits_back(std::vector<ReadStreamSplit> splits, int subtask) override;
   absl::Status add_reader(int subtask) override;
   absl::StatusOr<BigQueryReadEnumState> snapshot_state(std::int64_t checkpoint_id) override;
+  // Stops a session creation that is retrying (the job is stopping).
+  absl::Status close() override;
 
  private:
   struct Created {
@@ -55,6 +65,7 @@ class ReadSessionEnumerator final : public SplitEnumerator<ReadStreamSplit, BigQ
   BigQueryReadEnumState state_;
   PullSplitAssigner<ReadStreamSplit> assigner_;
   Counter& sessions_created_;
+  std::shared_ptr<std::atomic<bool>> closed_ = std::make_shared<std::atomic<bool>>(false);
 };
 
 }  // namespace gcpstream::bigquery

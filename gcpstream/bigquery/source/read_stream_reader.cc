@@ -80,7 +80,8 @@ absl::Status Explain(const absl::Status& status, const ReadStreamSplit& split, s
         "; the read session expired at ", absl::FormatTime(expiry, absl::UTCTimeZone()),
         " (a session lives 6 hours from its creation). A read that outlives its session cannot "
         "be resumed, and a second session would read another snapshot of the table: start the "
-        "job over, with more parallelism or fewer columns so the read finishes in time");
+        "job over without this state, with more parallelism or fewer columns so the read "
+        "finishes in time (what the sink already committed from this read stays committed)");
   } else if (status.code() == absl::StatusCode::kFailedPrecondition &&
              absl::StrContains(message, "offset")) {
     why = absl::StrCat("; the offset ", offset,
@@ -117,7 +118,13 @@ bool ReadStreamReader::read_split(const ReadStreamSplit& split) {
     bool progress = false;
     absl::Status consumed;
     while (read_call([&] { return call->read(&response); })) {
-      if (!response.has_avro_rows() || response.row_count() == 0) continue;
+      if (response.row_count() == 0) continue;
+      if (!response.has_avro_rows() || response.row_count() < 0) {
+        consumed = absl::DataLossError(absl::StrCat("a response claims ", response.row_count(),
+                                                    " rows and carries no Avro rows"));
+        call->cancel();
+        break;
+      }
       decoded.clear();
       const std::string& block = response.avro_rows().serialized_binary_rows();
       consumed = (*decoder)->decode(block, response.row_count(), decoded);

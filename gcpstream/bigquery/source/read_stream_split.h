@@ -32,12 +32,17 @@ struct ReadStreamSplit {
 // adopts it and never creates a second one (a second session would pin a second snapshot of
 // the table). `unassigned` are its streams not yet handed to a reader. `query_job` is the query
 // job a query source ran (empty for a table), so a restore never runs the query again.
+// The session's Avro schema and expiry are kept once here, not per unassigned split (a session
+// may have thousands of streams); splits read back carry them again.
 struct BigQueryReadEnumState {
   std::string session;
   std::int64_t stream_count = 0;
   std::vector<ReadStreamSplit> unassigned;
   std::string query_job;
-  std::string read_table;  // projects/P/datasets/D/tables/T the session reads
+  std::string read_table;    // projects/P/datasets/D/tables/T the session reads
+  std::string read_options;  // what the session was asked for (DescribeReadSession)
+  std::string avro_schema;
+  std::int64_t session_expire_micros = 0;
   friend bool operator==(const BigQueryReadEnumState&, const BigQueryReadEnumState&) = default;
 };
 

@@ -66,9 +66,9 @@ class ReadService final : public v1::BigQueryRead::Service {
       for (const std::string& name : asked.read_options().selected_fields()) {
         const Field* f = FindField(schema, name);
         if (f == nullptr) {
-          return {
-              grpc::StatusCode::INVALID_ARGUMENT,
-              fmt::format("request failed: the user does not have field {} in the table", name)};
+          return {grpc::StatusCode::INVALID_ARGUMENT,
+                  fmt::format("request failed: the user does not have field {} in the table",
+                              name.substr(0, 300))};
         }
         projected.push_back(*f);
       }

@@ -213,44 +213,43 @@ void RegisterRestRoutes(httplib::Server& server, std::shared_ptr<FakeStore> stor
                        if (!st.ok()) return st;
                        return nlohmann::json{{"kind", "bigquery#tableDataInsertAllResponse"}};
                      }));
-  server.Post(
-      "/fake/v1/options",
-      Handle(store,
-             [](FakeStore& s, const httplib::Request&,
-                const nlohmann::json& body) -> absl::StatusOr<nlohmann::json> {
-               FakeOptions o = s.options();
-               try {
-                 o.unavailable_on_append = body.value("unavailableOnAppend", 0);
-                 o.lose_response_on_append = body.value("loseResponseOnAppend", 0);
-                 o.stall_on_append = body.value("stallOnAppend", 0);
-                 o.stall = std::chrono::milliseconds(body.value("stallMs", 0));
-                 o.unavailable_on_flush = body.value("unavailableOnFlush", 0);
-                 o.resource_exhausted_from = body.value("resourceExhaustedFrom", 0);
-                 o.resource_exhausted_count = body.value("resourceExhaustedCount", 0);
-                 o.append_latency = std::chrono::milliseconds(body.value("appendLatencyMs", 0));
-                 o.read_rows_per_stream = body.value("readRowsPerStream", 10000);
-                 o.read_rows_per_response = body.value("readRowsPerResponse", 1000);
-                 o.read_fail_after_rows = body.value("readFailAfterRows", 0);
-                 o.read_fail_count = body.value("readFailCount", 0);
-                 o.read_fail_code = body.value("readFailCode", 14);
-                 if (body.contains("readSessionLifetimeSeconds")) {
-                   o.read_session_lifetime =
-                       absl::Seconds(body["readSessionLifetimeSeconds"].get<std::int64_t>());
-                 }
-                 if (body.contains("streamIdleExpirySeconds")) {
-                   o.stream_idle_expiry =
-                       absl::Seconds(body["streamIdleExpirySeconds"].get<std::int64_t>());
-                 }
-                 if (body.contains("tablePropagationMs")) {
-                   o.table_propagation =
-                       absl::Milliseconds(body["tablePropagationMs"].get<std::int64_t>());
-                 }
-               } catch (const nlohmann::json::exception& e) {
-                 return absl::InvalidArgumentError(std::string("bad option: ") + e.what());
-               }
-               s.set_options(std::move(o));
-               return nlohmann::json::object();
-             }));
+  server.Post("/fake/v1/options",
+              Handle(store,
+                     [](FakeStore& s, const httplib::Request&,
+                        const nlohmann::json& body) -> absl::StatusOr<nlohmann::json> {
+                       FakeOptions o = s.options();
+                       try {
+                         o.unavailable_on_append = body.value("unavailableOnAppend", 0);
+                         o.lose_response_on_append = body.value("loseResponseOnAppend", 0);
+                         o.stall_on_append = body.value("stallOnAppend", 0);
+                         o.stall = std::chrono::milliseconds(body.value("stallMs", 0));
+                         o.unavailable_on_flush = body.value("unavailableOnFlush", 0);
+                         o.resource_exhausted_from = body.value("resourceExhaustedFrom", 0);
+                         o.resource_exhausted_count = body.value("resourceExhaustedCount", 0);
+                         o.append_latency =
+                             std::chrono::milliseconds(body.value("appendLatencyMs", 0));
+                         o.read_rows_per_stream = body.value("readRowsPerStream", 10000);
+                         o.read_rows_per_response = body.value("readRowsPerResponse", 1000);
+                         o.read_fail_after_rows = body.value("readFailAfterRows", 0);
+                         o.read_fail_count = body.value("readFailCount", 0);
+                         o.read_fail_code = body.value("readFailCode", 14);
+                         // Like every key here, an absent one means its default.
+                         o.read_session_lifetime =
+                             absl::Seconds(body.value("readSessionLifetimeSeconds", 6 * 3600));
+                         if (body.contains("streamIdleExpirySeconds")) {
+                           o.stream_idle_expiry =
+                               absl::Seconds(body["streamIdleExpirySeconds"].get<std::int64_t>());
+                         }
+                         if (body.contains("tablePropagationMs")) {
+                           o.table_propagation =
+                               absl::Milliseconds(body["tablePropagationMs"].get<std::int64_t>());
+                         }
+                       } catch (const nlohmann::json::exception& e) {
+                         return absl::InvalidArgumentError(std::string("bad option: ") + e.what());
+                       }
+                       s.set_options(std::move(o));
+                       return nlohmann::json::object();
+                     }));
   server.Post(
       "/fake/v1/clock:advance",
       Handle(store,

@@ -48,10 +48,19 @@ std::string AsText(const nlohmann::json& v) {
 absl::StatusOr<RowRestriction> RowRestriction::Parse(const std::string& text,
                                                      const Schema& schema) {
   RowRestriction out;
+  if (text.size() > (1 << 20)) {
+    return absl::InvalidArgumentError("the row restriction is over 1 MiB");
+  }
   static const RE2 kNull(R"(\s*([A-Za-z_][A-Za-z0-9_]*)\s+(?i:IS)\s+((?i:NOT)\s+)?(?i:NULL)\s*)");
   static const RE2 kCompare(
       R"(\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=|!=|<>|<=|>=|<|>)\s*('[^']*'|"[^"]*"|[-+]?[0-9.eE+-]+|(?i:TRUE|FALSE))\s*)");
-  for (const std::string& part : SplitAnd(text)) {
+  const std::vector<std::string> parts = SplitAnd(text);
+  if (parts.size() > 1000) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the fake BigQuery evaluates at most 1,000 comparisons in a row restriction, not ",
+        parts.size()));
+  }
+  for (const std::string& part : parts) {
     Term term;
     std::string not_word, op, literal;
     if (RE2::FullMatch(part, kNull, &term.column, &not_word)) {
@@ -74,11 +83,12 @@ absl::StatusOr<RowRestriction> RowRestriction::Parse(const std::string& text,
       return absl::InvalidArgumentError(absl::StrCat(
           "the fake BigQuery evaluates only `column OP literal` and `column IS [NOT] NULL` "
           "joined by AND in a row restriction; it cannot evaluate: ",
-          part));
+          part.substr(0, 200)));
     }
     const Field* field = FindField(schema, term.column);
     if (field == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("Unrecognized name: ", term.column));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Unrecognized name: ", term.column.substr(0, 300)));
     }
     term.column = field->name;
     term.numeric = field->type == "INT64" || field->type == "FLOAT64" || field->type == "NUMERIC" ||

@@ -173,7 +173,7 @@ absl::Status FakeStore::snapshot(const std::string& table_path, std::optional<ab
   std::lock_guard lock(mu_);
   auto it = tables_.find(table_path);
   if (it == tables_.end()) {
-    return absl::NotFoundError(fmt::format("Not found: Table {}", table_path));
+    return absl::NotFoundError(fmt::format("Not found: Table {}", table_path.substr(0, 1100)));
   }
   const Table& t = it->second;
   if (t.resource.contains("view") || t.resource.contains("materializedView")) {

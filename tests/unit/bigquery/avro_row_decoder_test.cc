@@ -110,6 +110,18 @@ TEST(AvroReadSchemaTest, ShapesNoBigQueryColumnReadsAsAreRefusedNamingTheColumn)
     EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << type;
     EXPECT_THAT(parsed.status().message(), HasSubstr("'c'")) << type;
   }
+  // Found by an attack: a bare "record" (no fields to read), decimal attributes of the wrong
+  // JSON type, and an array of nullable elements are refused, not crashed on or misread.
+  for (const std::string& type :
+       {std::string(R"("record")"), std::string(R"(["null","record"])"),
+        std::string(R"({"type":"array","items":"record"})"),
+        std::string(R"({"type":"bytes","logicalType":"decimal","precision":38,"scale":"9"})"),
+        std::string(R"({"type":"bytes","logicalType":"decimal","precision":true,"scale":9})"),
+        std::string(
+            R"({"type":"bytes","logicalType":"decimal","precision":38,"scale":4294967305})"),
+        std::string(R"({"type":"array","items":["null","long"]})")}) {
+    EXPECT_EQ(refused(type).status().code(), absl::StatusCode::kInvalidArgument) << type;
+  }
   EXPECT_EQ(ParseAvroReadSchema("not json").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseAvroReadSchema(R"({"type":"record","name":"r","fields":[]})").status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -176,6 +188,22 @@ TEST(AvroRowDecoderTest, DecimalsKeepEveryDigitAndSign) {
   auto bytes = fake::DecimalToTwosComplement(widest, 38);
   ASSERT_TRUE(bytes.ok());
   EXPECT_EQ(DecimalFromTwosComplement(*bytes, 38), widest);
+}
+
+TEST(AvroRowDecoderTest, TextThatIsNotUtf8AndDecimalsWiderThanBigQuerysAreDataLoss) {
+  auto schema = fake::ParseSchema(nlohmann::json::parse(
+      R"([{"name": "s", "type": "STRING"}, {"name": "n", "type": "NUMERIC"}])"));
+  ASSERT_TRUE(schema.ok());
+  auto bad_text = RoundTrip(*schema, {{{"s", std::string("ok\xff")}, {"n", "1"}}});
+  EXPECT_EQ(bad_text.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(bad_text.status().message(), HasSubstr("not UTF-8"));
+  auto wide = RoundTrip(*schema, {{{"s", "x"}, {"n", "1" + std::string(90, '0')}}});
+  EXPECT_EQ(wide.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(wide.status().message(), HasSubstr("at most 32"));
+  auto decoder = AvroRowDecoder::Create(fake::AvroSchemaFor(*schema));
+  ASSERT_TRUE(decoder.ok());
+  std::vector<BigQueryReadRow> out;
+  EXPECT_EQ((*decoder)->decode("", -1, out).code(), absl::StatusCode::kDataLoss);
 }
 
 TEST(AvroRowDecoderTest, ABlockHoldingFewerOrMoreRowsThanItsCountIsDataLossAndLeavesNothing) {

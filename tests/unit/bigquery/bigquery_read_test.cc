@@ -148,7 +148,11 @@ TEST(ReadStreamStateTest, SplitsAndEnumeratorStateSurviveACheckpointAndRefuseCor
             absl::StatusCode::kDataLoss);
 
   BigQueryReadEnumStateSerializer states;
-  BigQueryReadEnumState state{"projects/p/locations/us/sessions/s", 3, {split}, "", kTable};
+  BigQueryReadEnumState state{"projects/p/locations/us/sessions/s",     3, {split}, "", kTable,
+                              "selected_fields=[] row_restriction=\"\""};
+  // The session's schema and expiry are kept once, and the unassigned splits get them back.
+  state.avro_schema = split.avro_schema;
+  state.session_expire_micros = split.session_expire_micros;
   auto state_bytes = states.serialize(state);
   ASSERT_TRUE(state_bytes.ok());
   auto state_back = states.deserialize(1, *state_bytes);
@@ -234,6 +238,16 @@ TEST(ReadSessionEnumeratorTest, CreatesTheSessionOnceAndHandsOutOneStreamPerRequ
   EXPECT_THAT(after.assigned, ElementsAre(std::pair<int, std::string>{1, "st/0"},
                                           std::pair<int, std::string>{1, "st/2"}));
   EXPECT_THAT(after.finished, ElementsAre(0));
+
+  EXPECT_EQ(state->avro_schema, fake::AvroSchemaFor(Columns()));
+  BigQueryReadOptions narrower = options;
+  narrower.row_restriction = "id > 4";
+  RecordingCoordinator edited;
+  ReadSessionEnumerator changed(edited, Factory(stub), narrower, *state);
+  absl::Status edit = changed.start();
+  EXPECT_EQ(edit.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(edit.message(), HasSubstr("row_restriction=\"id > 3\""));
+  EXPECT_THAT(edit.message(), HasSubstr("row_restriction=\"id > 4\""));
 
   BigQueryReadOptions other = options;
   other.table = "projects/p/datasets/d/tables/other";

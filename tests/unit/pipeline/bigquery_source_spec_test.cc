@@ -43,7 +43,7 @@ TEST(BigQuerySourceSpec, OptionsAreReadWithTheirDefaults) {
   const auto& q = std::get<BigQuerySourceSpec>(spec->source);
   EXPECT_THAT(q.selected_fields, ElementsAre("seq", "origin"));
   EXPECT_EQ(q.row_restriction, "delay > 10");
-  EXPECT_EQ(q.snapshot_time_ms, 1786269600000);
+  EXPECT_EQ(q.snapshot_time_us, 1786269600000000);
   EXPECT_EQ(q.max_stream_count, 8);
   EXPECT_EQ(q.preferred_min_stream_count, 4);
   EXPECT_EQ(q.max_records_per_fetch, 500);
@@ -64,7 +64,7 @@ TEST(BigQuerySourceSpec, OptionsAreReadWithTheirDefaults) {
   const auto& d = std::get<BigQuerySourceSpec>(defaults->source);
   EXPECT_EQ(d.max_records_per_fetch, 10000);
   EXPECT_EQ(d.max_stream_count, 0);
-  EXPECT_FALSE(d.snapshot_time_ms.has_value());
+  EXPECT_FALSE(d.snapshot_time_us.has_value());
 }
 
 TEST(BigQuerySourceSpec, MistakesNameTheirKey) {
@@ -86,6 +86,17 @@ TEST(BigQuerySourceSpec, MistakesNameTheirKey) {
     ASSERT_FALSE(spec.ok()) << c.extra;
     EXPECT_THAT(spec.status().message(), HasSubstr(c.expect)) << c.extra;
   }
+  // An id the builder would refuse is reported at its key, whatever else the file sets.
+  for (const char* bad : {"table: 'a/b'", "table: 'tables/x'"}) {
+    auto refused = Parse(std::string("name: t\nsource: {type: bigquery, project: p, dataset: d, ") +
+                         bad + "}\nsink: {type: pubsub, project: p, topic: out}\n");
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_THAT(refused.status().message(), HasSubstr("source.table")) << bad;
+  }
+  auto micros = Parse(File("  snapshot_time: 2026-08-09T10:00:00.123456Z\n"));
+  ASSERT_TRUE(micros.ok()) << micros.status();
+  EXPECT_EQ(std::get<BigQuerySourceSpec>(micros->source).snapshot_time_us, 1786269600123456)
+      << "the snapshot keeps its microseconds";
   auto bad_dataset = Parse(R"(name: t
 source: {type: bigquery, project: p, dataset: "no-dashes", table: t}
 sink: {type: pubsub, project: p, topic: out}
