@@ -14,10 +14,12 @@ namespace gcpstream {
 
 // A SourceReaderBase for a bounded, pull-based source whose split is its own state (the split
 // records its progress, as a scan range or a stream offset does): it asks the enumerator for a
-// split when it starts and whenever it holds fewer than two, one request outstanding at a time,
-// so the next split is queued behind the one being read and a split's end does not wait for the
-// coordinator. Pairs with PullSplitAssigner on the enumerator's side.
-template <typename E, typename T, typename SplitT>
+// split when it starts and whenever it holds fewer than `max_held`, one request outstanding at a
+// time. With 2 the next split is queued behind the one being read, so a split's end does not
+// wait for the coordinator (many short splits); with 1 a reader holds one split at a time and
+// asks for the next when it finishes, so splits spread over the subtasks even when they were
+// planned before the readers asked. Pairs with PullSplitAssigner on the enumerator's side.
+template <typename E, typename T, typename SplitT, int max_held = 2>
 class PullSourceReader final : public SourceReaderBase<E, T, SplitT, SplitT> {
   using Base = SourceReaderBase<E, T, SplitT, SplitT>;
 
@@ -49,7 +51,7 @@ class PullSourceReader final : public SourceReaderBase<E, T, SplitT, SplitT> {
 
  private:
   void request_more() {
-    if (requested_ || this->no_more_splits() || this->assigned_split_count() >= 2) return;
+    if (requested_ || this->no_more_splits() || this->assigned_split_count() >= max_held) return;
     requested_ = true;
     this->context().send_split_request();
   }

@@ -1,6 +1,7 @@
 #ifndef GCPSTREAM_API_PULL_SPLIT_ASSIGNER_H_
 #define GCPSTREAM_API_PULL_SPLIT_ASSIGNER_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -39,7 +40,13 @@ class PullSplitAssigner {
     publish();
     std::set<int> waiting;
     waiting.swap(waiting_);
-    for (int subtask : waiting) serve(subtask);
+    // A subtask that failed while its request waited is gone; it asks again when it restarts.
+    const std::vector<int> registered = context_.registered_readers();
+    for (int subtask : waiting) {
+      if (std::find(registered.begin(), registered.end(), subtask) != registered.end()) {
+        serve(subtask);
+      }
+    }
   }
   bool planned() const { return planned_; }
 

@@ -51,8 +51,8 @@ class StreamThreadSplitReader : public SplitReader<E, SplitT> {
       } else if (item.end.ok()) {
         batch.finish_split(item.split_id);
       } else {
-        // The elements before it go with the batch: the job fails, and a restore reads them
-        // again from the checkpointed split state.
+        // The elements taken before it are dropped with the batch: the job fails, and a
+        // restore reads them again from the checkpointed split state.
         return item.end;
       }
     }

@@ -38,7 +38,7 @@ struct BigQueryReadOptions {
   // Consecutive ReadRows attempts on a stream that delivered no row before the read fails; an
   // attempt that delivered rows resets the count [25].
   int retry_max_attempts = 25;
-  // The first wait before a retried UNAVAILABLE ReadRows; it grows by 1.3 up to 10 s and each
+  // The first wait before a retried UNAVAILABLE ReadRows; it grows by 1.3 up to 60 s and each
   // wait is drawn uniformly below it, as the read client libraries do [100 ms]. The transport
   // faults reported as INTERNAL (RST_STREAM and its neighbours) are retried after 1 ms.
   std::chrono::milliseconds initial_retry_delay{100};

@@ -198,6 +198,7 @@ class BigQuerySource final : public Source<T, ReadStreamSplit, BigQueryReadEnumS
         : deserializer_(std::move(deserializer)),
           rows_read_(context.metric_group().counter("rowsRead")),
           bytes_read_(context.metric_group().counter("bytesRead")),
+          records_in_(context.metric_group().counter("numRecordsIn")),
           skipped_(context.metric_group().counter(metric_names::kRecordsSkipped)) {}
 
     absl::Status emit_record(ReadStreamRow element, SourceOutput<T>& output,
@@ -211,7 +212,10 @@ class BigQuerySource final : public Source<T, ReadStreamSplit, BigQueryReadEnumS
                                 " of ", split.stream);
           }));
       if (records_.empty()) skipped_.inc_single_writer();
-      for (T& record : records_) GCP_RETURN_IF_ERROR(output.collect(std::move(record)));
+      for (T& record : records_) {
+        GCP_RETURN_IF_ERROR(output.collect(std::move(record)));
+        records_in_.inc_single_writer();
+      }
       ++split.offset;  // only now is the row behind us
       return absl::OkStatus();
     }
@@ -221,10 +225,11 @@ class BigQuerySource final : public Source<T, ReadStreamSplit, BigQueryReadEnumS
     std::vector<T> records_;
     Counter& rows_read_;
     Counter& bytes_read_;
+    Counter& records_in_;
     Counter& skipped_;
   };
 
-  using Reader = PullSourceReader<ReadStreamRow, T, ReadStreamSplit>;
+  using Reader = PullSourceReader<ReadStreamRow, T, ReadStreamSplit, /*max_held=*/1>;
 
   BigQuerySource(Builder b, BigQueryReadOptions options)
       : b_(std::move(b)), options_(std::move(options)) {

@@ -145,7 +145,10 @@ absl::Status ReadSessionEnumerator::start() {
         created.splits = *std::move(splits);
         return created;
       },
-      [this](absl::StatusOr<Created> created) { on_created(std::move(created)); });
+      // The enumerator may be closed and gone before the answer: the flag outlives it.
+      [this, closed = closed_](absl::StatusOr<Created> created) {
+        if (!closed->load()) on_created(std::move(created));
+      });
   return absl::OkStatus();
 }
 

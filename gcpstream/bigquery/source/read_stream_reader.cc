@@ -112,6 +112,7 @@ bool ReadStreamReader::read_split(const ReadStreamSplit& split) {
     storage_v1::ReadRowsRequest request;
     request.set_read_stream(split.stream);
     request.set_offset(offset);
+    if (closing()) return false;
     std::unique_ptr<ReadRowsCall> call = stub_->read_rows(request);
     if (!set_call([c = call.get()] { c->cancel(); })) return false;
     storage_v1::ReadRowsResponse response;
@@ -132,17 +133,23 @@ bool ReadStreamReader::read_split(const ReadStreamSplit& split) {
         call->cancel();
         break;
       }
-      items.clear();
-      items.reserve(decoded.size());
-      for (std::size_t i = 0; i < decoded.size(); ++i) {
-        const std::int64_t bytes = i == 0 ? static_cast<std::int64_t>(block.size()) : 0;
-        const std::size_t size = block.size() / decoded.size() + 1;
-        items.emplace_back(Item{split.stream, ReadStreamRow{std::move(decoded[i]), bytes}, {}},
-                           size);
+      // Handed over a fetch's worth at a time, each waiting for room: a block of many rows does
+      // not pile up behind the hand-off.
+      const auto chunk = static_cast<std::size_t>(std::max(1, options_.max_records_per_fetch));
+      const std::size_t size = block.size() / decoded.size() + 1;
+      bool open = true;
+      for (std::size_t start = 0; start < decoded.size() && open; start += chunk) {
+        items.clear();
+        for (std::size_t i = start; i < std::min(decoded.size(), start + chunk); ++i) {
+          const std::int64_t bytes = i == 0 ? static_cast<std::int64_t>(block.size()) : 0;
+          items.emplace_back(Item{split.stream, ReadStreamRow{std::move(decoded[i]), bytes}, {}},
+                             size);
+        }
+        open = push(items);
       }
       offset += response.row_count();
       progress = true;
-      if (!push(items)) {
+      if (!open) {
         call->cancel();
         consumed = absl::CancelledError("the source reader is closing");
         break;
@@ -165,7 +172,8 @@ bool ReadStreamReader::read_split(const ReadStreamSplit& split) {
       backoff = options_.initial_retry_delay;
     }
     std::optional<std::chrono::milliseconds> delay = ReadRetryDelay(status, backoff);
-    if (!delay || ++failures >= options_.retry_max_attempts) {
+    // Only attempts that delivered no row count towards the bound.
+    if (!delay || (!progress && ++failures >= options_.retry_max_attempts)) {
       end(Explain(status, split, offset, failures));
       return false;
     }
@@ -174,7 +182,7 @@ bool ReadStreamReader::read_split(const ReadStreamSplit& split) {
                  split.stream, status.ToString(), offset, delay->count());
     if (sleep_unless_closing(*delay)) return false;
     backoff = std::min<std::chrono::milliseconds>(
-        std::chrono::milliseconds(backoff.count() * 13 / 10 + 1), std::chrono::seconds(10));
+        std::chrono::milliseconds(backoff.count() * 13 / 10 + 1), std::chrono::seconds(60));
   }
 }
 

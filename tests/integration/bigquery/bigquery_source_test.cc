@@ -150,6 +150,7 @@ TEST_F(BigQuerySourceIT, ReadsEveryRowOnceFromSeveralStreamsAtParallelismTwo) {
   ASSERT_EQ(seen->counts.size(), 5000u);
   for (const auto& [id, c] : seen->counts) ASSERT_EQ(c, 1) << id;
   EXPECT_EQ(result.metric("bigquery", "rowsRead"), 5000);
+  EXPECT_EQ(result.metric("bigquery", "numRecordsIn"), 5000);
   EXPECT_GT(result.metric("bigquery", "bytesRead"), 5000);
   EXPECT_EQ(result.metric("bigquery", "readSessionsCreated"), 1);
   EXPECT_EQ(result.metric("bigquery", "queryJobsSubmitted"), 0);

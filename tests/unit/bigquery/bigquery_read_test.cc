@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -33,22 +34,38 @@ fake::Schema Columns() {
 }
 
 // One ReadRows call: blocks of `per_block` rows from the offset, then `end`.
+// One ReadRows call: its blocks, then `end`; or, when `stall`, silence after the blocks until
+// cancel() (then CANCELLED), as a connection that stopped answering.
 class ScriptedCall final : public ReadRowsCall {
  public:
-  ScriptedCall(std::deque<storage_v1::ReadRowsResponse> blocks, absl::Status end)
-      : blocks_(std::move(blocks)), end_(std::move(end)) {}
+  ScriptedCall(std::deque<storage_v1::ReadRowsResponse> blocks, absl::Status end, bool stall)
+      : blocks_(std::move(blocks)), end_(std::move(end)), stall_(stall) {}
   bool read(storage_v1::ReadRowsResponse* r) override {
-    if (blocks_.empty()) return false;
+    if (blocks_.empty()) {
+      if (!stall_) return false;
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return cancelled_; });
+      end_ = absl::CancelledError("cancelled");
+      return false;
+    }
     *r = std::move(blocks_.front());
     blocks_.pop_front();
     return true;
   }
-  void cancel() override {}
+  void cancel() override {
+    std::lock_guard lock(mu_);
+    cancelled_ = true;
+    cv_.notify_all();
+  }
   absl::Status finish() override { return end_; }
 
  private:
   std::deque<storage_v1::ReadRowsResponse> blocks_;
   absl::Status end_;
+  bool stall_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool cancelled_ = false;
 };
 
 // Streams of ids; a script of failures, each ending a call after `after` rows of it.
@@ -57,6 +74,7 @@ class ScriptedStub final : public BigQueryReadStub {
   struct Failure {
     int after;
     absl::Status status;
+    bool stall = false;  // after `after` rows, silence until cancelled
   };
   std::map<std::string, int> stream_rows;  // name -> row count (ids 0..n-1)
   std::int64_t expire_micros = 0;
@@ -86,9 +104,11 @@ class ScriptedStub final : public BigQueryReadStub {
     const int n = stream_rows.at(request.read_stream());
     int stop = n;
     absl::Status end;
+    bool stall = false;
     if (!failures.empty()) {
       stop = std::min(n, static_cast<int>(request.offset()) + failures.front().after);
       end = failures.front().status;
+      stall = failures.front().stall;
       failures.pop_front();
     }
     auto writer = fake::AvroRowsWriter::Create(Columns());
@@ -105,7 +125,7 @@ class ScriptedStub final : public BigQueryReadStub {
       r.set_row_count(end_row - i);
       blocks.push_back(std::move(r));
     }
-    return std::make_unique<ScriptedCall>(std::move(blocks), end);
+    return std::make_unique<ScriptedCall>(std::move(blocks), end, stall);
   }
   storage_v1::CreateReadSessionRequest last_request;
 
@@ -258,6 +278,37 @@ TEST(ReadSessionEnumeratorTest, CreatesTheSessionOnceAndHandsOutOneStreamPerRequ
   EXPECT_THAT(status.message(), HasSubstr("tables/other"));
 }
 
+// A request held while the session is created, from a subtask that failed meanwhile, is not
+// served (assigning to an unregistered reader would fail the job); it asks again on restart.
+TEST(ReadSessionEnumeratorTest, AHeldRequestOfAReaderThatFailedMeanwhileIsDropped) {
+  class OneReader final : public SplitEnumeratorContext<ReadStreamSplit> {
+   public:
+    int current_parallelism() const override { return 2; }
+    std::vector<int> registered_readers() const override { return {0}; }
+    void assign_splits(int subtask, std::vector<ReadStreamSplit>) override {
+      assigned.push_back(subtask);
+    }
+    void signal_no_more_splits(int) override {}
+    void send_event_to_source_reader(int, std::shared_ptr<const SourceEvent>) override {}
+    void run_in_coordinator_thread(absl::AnyInvocable<void() &&> fn) override { std::move(fn)(); }
+    void run_on_worker(absl::AnyInvocable<void() &&> fn) override { std::move(fn)(); }
+    void fail_job(absl::Status) override {}
+    MetricGroup& metric_group() override { return registry_.group({{"test", "enumerator"}}); }
+    std::vector<int> assigned;
+
+   private:
+    runtime::MetricRegistry registry_;
+  };
+  auto stub = std::make_shared<ScriptedStub>();
+  stub->stream_rows = {{"st/0", 1}, {"st/1", 1}};
+  OneReader context;
+  ReadSessionEnumerator enumerator(context, Factory(stub), Options());
+  ASSERT_TRUE(enumerator.handle_split_request(1).ok());  // subtask 1 then fails
+  ASSERT_TRUE(enumerator.handle_split_request(0).ok());
+  ASSERT_TRUE(enumerator.start().ok());
+  EXPECT_THAT(context.assigned, ElementsAre(0));
+}
+
 TEST(ReadSessionEnumeratorTest, AnEmptyTableFinishesEveryReaderAndAViewRefusalSaysWhy) {
   auto stub = std::make_shared<ScriptedStub>();
   RecordingCoordinator context;
@@ -352,6 +403,31 @@ TEST(ReadStreamReaderTest, AttemptsWithoutProgressAreBoundedAndOnlyRetryableCode
   auto jittered = ReadRetryDelay(absl::UnavailableError("x"), std::chrono::milliseconds(50));
   ASSERT_TRUE(jittered.has_value());
   EXPECT_LE(jittered->count(), 50);
+}
+
+TEST(ReadStreamReaderTest, AStalledCallIsCancelledAndResumedAndProgressNeverCountsAgainstTheBound) {
+  auto stub = std::make_shared<ScriptedStub>();
+  stub->stream_rows = {{"st/0", 12}};
+  // A stall after 3 rows, then drops that each deliver rows: with retry_max_attempts 1 every one
+  // of them is resumed, since only attempts without a row count.
+  stub->failures = {{3, absl::OkStatus(), /*stall=*/true},
+                    {2, absl::UnavailableError("drop")},
+                    {2, absl::UnavailableError("drop")}};
+  runtime::MetricRegistry registry;
+  Counter& retries = registry.group({{"t", "r"}}).counter("readRetries");
+  BigQueryReadOptions options = Options();
+  options.retry_max_attempts = 1;
+  options.stall_timeout = std::chrono::milliseconds(50);
+  ReadStreamReader reader(Factory(stub), options, retries);
+  ASSERT_TRUE(
+      reader
+          .handle_splits_addition({{ReadStreamSplit{"st/0", 0, fake::AvroSchemaFor(Columns()), 0}}})
+          .ok());
+  auto ids = ReadAll(reader, "st/0");
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(ids->size(), 12u);
+  EXPECT_THAT(stub->offsets, ElementsAre(0, 3, 5, 7));
+  EXPECT_EQ(retries.get(), 3);
 }
 
 TEST(ReadStreamReaderTest, AFailureAfterTheSessionExpiredSaysSoAndAnOffsetPastTheEndIsNamed) {
