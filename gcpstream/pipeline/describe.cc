@@ -185,10 +185,12 @@ std::string SinkLine(const PipelineSpec& spec) {
       cols += fmt::format(" {} {} {}", f.name, bigquery::FieldTypeName(f.type),
                           bigquery::FieldModeName(f.mode));
     }
+    const bool exactly_once = q->write_method == bigquery::WriteMethod::kStorageApiExactlyOnce;
     return fmt::format(
-        "bigquery {} (default stream, at least once), the record's fields as columns{} (other "
-        "fields not written), {}{}",
+        "bigquery {} ({}), the record's fields as columns{} (other fields not written), {}{}",
         connector::BigQueryTableDestination::of(q->project, q->dataset, q->table).resource_name(),
+        exactly_once ? "BUFFERED streams flushed when a checkpoint completes, exactly once"
+                     : "default stream, at least once",
         cols, q->create_if_needed ? "table created if missing" : "table must exist",
         q->emulator_endpoint ? ", emulator " + *q->emulator_endpoint : "");
   }

@@ -1,6 +1,7 @@
 #ifndef GCPSTREAM_BIGQUERY_SINK_BIGQUERY_SINK_H_
 #define GCPSTREAM_BIGQUERY_SINK_BIGQUERY_SINK_H_
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <memory>
@@ -9,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/cord.h"
 #include "gcpstream/api/lineage.h"
 #include "gcpstream/api/sink.h"
 #include "gcpstream/api/status_macros.h"
@@ -17,6 +19,7 @@
 #include "gcpstream/bigquery/sink/bigquery_writer_options.h"
 #include "gcpstream/bigquery/sink/buffered_stream_committer.h"
 #include "gcpstream/bigquery/sink/buffered_stream_ledger.h"
+#include "gcpstream/bigquery/sink/cdc.h"
 #include "gcpstream/connector/async_sink_writer_front.h"
 #include "gcpstream/connector/client_options.h"
 #include "gcpstream/connector/committing_sink_writer_front.h"
@@ -52,6 +55,13 @@ absl::StatusOr<std::shared_ptr<TableAdmin>> MakeTableAdmin(
 //    of a bounded input).
 //
 // FILE_LOADS is not built yet (build() says so).
+//
+// Change data capture (at least once only): with cdc_options each row is sent as an UPSERT or a
+// DELETE of the row with its primary key, with the optional sequence number that orders the
+// changes of one key (cdc.h). Each table must declare a primary key; cdc_table_options names
+// the key a missing table is created with and the key an existing one must have. A retried
+// append may apply a change twice, which an upsert or a delete tolerates; with sequence
+// numbers a late duplicate never overrides a newer change.
 //
 //   auto serializer = BigQuerySerializationSchema<Flight>::json(schema, to_json);
 //   auto sink = BigQuerySink<Flight>::builder()
@@ -101,6 +111,16 @@ class BigQuerySink final : public Sink<T>,
     }
     Builder& table_create_options(TableCreateOptions o) {
       create_options_ = std::move(o);
+      return *this;
+    }
+    // CDC writes (STORAGE_API_AT_LEAST_ONCE only); change_type is required.
+    Builder& cdc_options(CdcOptions<T> o) {
+      cdc_ = std::move(o);
+      return *this;
+    }
+    // The primary key CDC tables have (verified) or are created with. Needs cdc_options.
+    Builder& cdc_table_options(CdcTableOptions o) {
+      cdc_table_ = std::move(o);
       return *this;
     }
     Builder& writer_options(BigQueryWriterOptions o) {
@@ -160,7 +180,26 @@ class BigQuerySink final : public Sink<T>,
       }
       GCP_RETURN_IF_ERROR(create_options_.validate(serializer_.schema()));
       if (emulator_rest_) GCP_RETURN_IF_ERROR(ValidateRestEndpoint(*emulator_rest_));
-      return std::shared_ptr<BigQuerySink>(new BigQuerySink(*this));
+      std::shared_ptr<const CdcWriterDescriptor> cdc_descriptor;
+      if (cdc_) {
+        if (method_ != WriteMethod::kStorageApiAtLeastOnce) {
+          return absl::InvalidArgumentError(
+              "cdc_options needs write_method STORAGE_API_AT_LEAST_ONCE: BigQuery applies CDC "
+              "changes only from the default stream");
+        }
+        if (!cdc_->change_type) {
+          return absl::InvalidArgumentError("cdc_options needs a change_type provider");
+        }
+        if (cdc_table_) GCP_RETURN_IF_ERROR(cdc_table_->validate(serializer_.schema()));
+        GCP_ASSIGN_OR_RETURN(
+            CdcWriterDescriptor d,
+            MakeCdcWriterDescriptor(serializer_.writer_descriptor(), serializer_.schema(),
+                                    static_cast<bool>(cdc_->sequence_number)));
+        cdc_descriptor = std::make_shared<const CdcWriterDescriptor>(std::move(d));
+      } else if (cdc_table_) {
+        return absl::InvalidArgumentError("cdc_table_options needs cdc_options");
+      }
+      return std::shared_ptr<BigQuerySink>(new BigQuerySink(*this, std::move(cdc_descriptor)));
     }
 
    private:
@@ -181,6 +220,8 @@ class BigQuerySink final : public Sink<T>,
     std::optional<std::string> emulator_rest_;
     std::shared_ptr<BigQueryWriteStub> stub_;
     std::shared_ptr<TableAdmin> admin_;
+    std::optional<CdcOptions<T>> cdc_;
+    std::optional<CdcTableOptions> cdc_table_;
     absl::Status error_;
   };
 
@@ -212,6 +253,10 @@ class BigQuerySink final : public Sink<T>,
     config.schema_updates = b_.schema_updates_;
     config.schema = b_.serializer_.schema();
     config.writer_descriptor = b_.serializer_.writer_descriptor();
+    if (cdc_descriptor_) {
+      config.writer_descriptor = cdc_descriptor_->descriptor;
+      config.cdc = b_.cdc_table_.value_or(CdcTableOptions{});
+    }
     config.failure_handler = b_.handler_ ? b_.handler_ : connector::FailureHandler::fail_job();
     if (b_.stub_) {
       config.stub = b_.stub_;
@@ -223,10 +268,17 @@ class BigQuerySink final : public Sink<T>,
     } else {
       GCP_ASSIGN_OR_RETURN(config.admin, MakeTableAdmin(b_.client_, b_.emulator_rest_));
     }
-    auto serialize = [serializer = b_.serializer_](const T& element, const SinkWriterContext& ctx)
-        -> absl::StatusOr<std::optional<BigQueryRow>> {
+    auto serialize =
+        [serializer = b_.serializer_, cdc = b_.cdc_, descriptor = cdc_descriptor_](
+            const T& element,
+            const SinkWriterContext& ctx) -> absl::StatusOr<std::optional<BigQueryRow>> {
       return connector::CallSerializer<BigQueryRow>(
-          [&] { return serializer.serialize(element, ctx); });
+          [&]() -> absl::StatusOr<std::optional<BigQueryRow>> {
+            auto row = serializer.serialize(element, ctx);
+            // A skip stays a skip: the CDC providers see only rows that are written.
+            if (!row.ok() || !row->has_value() || descriptor == nullptr) return row;
+            return WithCdcPseudocolumns(*cdc, *descriptor, element, std::move(**row));
+          });
     };
     std::shared_ptr<BufferedStreamLedger> ledger = config.ledger;
     auto writer = std::make_unique<Writer>(
@@ -272,8 +324,51 @@ class BigQuerySink final : public Sink<T>,
   using Writer =
       connector::CommittingSinkWriterFront<T, connector::BigQueryTableDestination, BigQueryRow,
                                            BufferedStreamPosition, BufferedStreamPosition>;
-  explicit BigQuerySink(Builder b) : b_(std::move(b)) {}
+  BigQuerySink(Builder b, std::shared_ptr<const CdcWriterDescriptor> cdc_descriptor)
+      : b_(std::move(b)), cdc_descriptor_(std::move(cdc_descriptor)) {}
+
+  // A provider's answer; its failure (or exception) says which provider, keeping the code and
+  // payloads (a ConfigurationError stays one).
+  template <typename R>
+  static absl::StatusOr<R> CallCdcProvider(const char* name,
+                                           const std::function<absl::StatusOr<R>(const T&)>& f,
+                                           const T& element) {
+    absl::StatusOr<R> answer = absl::UnknownError("not called");
+    try {
+      answer = f(element);
+    } catch (const std::exception& e) {
+      answer = absl::InvalidArgumentError(std::string("threw: ") + e.what());
+    } catch (...) {
+      answer = absl::InvalidArgumentError("threw a non-standard exception");
+    }
+    if (answer.ok()) return answer;
+    absl::Status failed(answer.status().code(),
+                        fmt::format("the CDC {} provider failed: {}", name,
+                                    std::string(answer.status().message())));
+    answer.status().ForEachPayload(
+        [&](absl::string_view url, const absl::Cord& payload) { failed.SetPayload(url, payload); });
+    return failed;
+  }
+
+  // The row with its CDC pseudocolumns, or the providers' failure (a failure of the record).
+  static absl::StatusOr<std::optional<BigQueryRow>> WithCdcPseudocolumns(
+      const CdcOptions<T>& cdc, const CdcWriterDescriptor& descriptor, const T& element,
+      BigQueryRow row) {
+    absl::StatusOr<ChangeType> type = CallCdcProvider("change_type", cdc.change_type, element);
+    if (!type.ok()) return type.status();
+    std::optional<std::string> sequence;
+    if (cdc.sequence_number) {
+      absl::StatusOr<std::string> s =
+          CallCdcProvider("sequence_number", cdc.sequence_number, element);
+      if (!s.ok()) return s.status();
+      sequence = std::move(*s);
+    }
+    GCP_RETURN_IF_ERROR(AppendCdcPseudocolumns(descriptor, *type, sequence, &row.bytes));
+    return std::optional<BigQueryRow>(std::move(row));
+  }
+
   Builder b_;
+  std::shared_ptr<const CdcWriterDescriptor> cdc_descriptor_;  // set for CDC writes
   BufferedStreamPositionSerializer positions_;
 };
 

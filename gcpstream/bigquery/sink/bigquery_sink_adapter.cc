@@ -7,11 +7,13 @@
 #include <thread>
 
 #include "absl/strings/cord.h"
+#include "gcpstream/api/status_macros.h"
 #include "gcpstream/bigquery/schema/schema_reconciliation.h"
 #include "gcpstream/bigquery/sink/append_retry.h"
 #include "gcpstream/bigquery/sink/buffered_stream_client.h"
 #include "gcpstream/bigquery/sink/default_stream_client.h"
 #include "gcpstream/connector/await_on_mailbox.h"
+#include "gcpstream/connector/in_flight_gate.h"
 #include "gcpstream/connector/status_classifier.h"
 
 namespace gcpstream::bigquery {
@@ -61,6 +63,67 @@ class BigQuerySinkAdapter final
         config_.stub, t.resource_name(), config_.writer_descriptor, config_.options,
         std::move(listener), timers_, [c = &append_retries_] { c->inc(); });
     return std::shared_ptr<connector::DestinationClient<BigQueryRow>>(std::move(client));
+  }
+
+  // CDC: the table must hold the contract before its first row (a table without a primary
+  // key would refuse every row; one with another key would apply the changes to other rows).
+  absl::Status check(const BigQueryTableDestination& t) override {
+    if (!config_.cdc) return absl::OkStatus();
+    connector::RecoveryBackoff backoff(config_.options.recovery);
+    std::shared_ptr<TableAdmin> admin = config_.admin;
+    bool created = false;
+    while (true) {
+      auto live = admin_call("bigquery cdc table read", [admin, t] { return admin->get_table(t); });
+      if (!live.ok()) return live.status();  // the subtask is being cancelled
+      if (live->ok()) {
+        return VerifyCdcTable(t.resource_name(), **live, *config_.cdc, config_.schema);
+      }
+      absl::Status failed = live->status();
+      const bool missing = failed.code() == absl::StatusCode::kNotFound ||
+                           failed.code() == absl::StatusCode::kPermissionDenied;
+      if (created && failed.code() == absl::StatusCode::kPermissionDenied) {
+        return absl::PermissionDeniedError(
+            fmt::format("reading BigQuery table {} after creating it was denied (CDC needs "
+                        "bigquery.tables.get to check the primary key): {}",
+                        t.resource_name(), failed.message()));
+      }
+      if (missing && !created) {
+        if (config_.create_disposition == CreateDisposition::kCreateNever) {
+          return absl::Status(failed.code(),
+                              fmt::format("BigQuery table {} is missing or not readable and "
+                                          "create_disposition is CREATE_NEVER ({})",
+                                          t.resource_name(), failed.message()));
+        }
+        if (config_.cdc->primary_key_columns.empty()) {
+          return absl::FailedPreconditionError(fmt::format(
+              "BigQuery table {} is missing and cdc_table_options declares no primary key to "
+              "create it with; declare primary_key_columns or create the table",
+              t.resource_name()));
+        }
+        connector::RepairResult r = create(t);
+        if (r.status.ok()) {
+          created = true;  // read it back (also after losing a creation race) and verify
+          continue;
+        }
+        failed = r.status;
+        if (r.permanent) return failed;
+      } else if (!missing && !Retriable(failed)) {
+        return absl::Status(failed.code(),
+                            fmt::format("reading BigQuery table {} to check its CDC contract "
+                                        "failed: {}",
+                                        t.resource_name(), failed.message()));
+      }
+      const std::optional<std::chrono::milliseconds> delay = backoff.next();
+      if (!delay) {
+        return absl::Status(failed.code(),
+                            fmt::format("checking the CDC contract of BigQuery table {} failed "
+                                        "after {} attempts: {}",
+                                        t.resource_name(), backoff.attempts(), failed.message()));
+      }
+      spdlog::warn("BigQuery sink: checking the CDC contract of {} failed ({}); retrying in {} ms",
+                   t.resource_name(), Describe(failed), delay->count());
+      GCP_RETURN_IF_ERROR(connector::SleepYielding(mailbox_, *delay));
+    }
   }
 
   std::int64_t size_of(const BigQueryRow& row) const override {
@@ -132,7 +195,17 @@ class BigQuerySinkAdapter final
       r.permanent = true;  // the subtask is being cancelled
       return r;
     }
-    if (live->ok()) return reconcile(t, **live);
+    if (live->ok()) {
+      // CDC: a table re-created behind the job's back may have another key (or none).
+      if (config_.cdc) {
+        r.status = VerifyCdcTable(t.resource_name(), **live, *config_.cdc, config_.schema);
+        if (!r.status.ok()) {
+          r.permanent = true;
+          return r;
+        }
+      }
+      return reconcile(t, **live);
+    }
     const absl::StatusCode code = live->status().code();
     if (code != absl::StatusCode::kNotFound && code != absl::StatusCode::kPermissionDenied) {
       r.status = live->status();
@@ -140,6 +213,14 @@ class BigQuerySinkAdapter final
       spdlog::warn("BigQuery sink: reading table {} failed ({}){}", t.resource_name(),
                    Describe(live->status()),
                    r.permanent ? "" : "; retrying on the recovery schedule");
+      return r;
+    }
+    if (config_.cdc && config_.cdc->primary_key_columns.empty()) {
+      r.status = absl::FailedPreconditionError(fmt::format(
+          "BigQuery table {} disappeared and cdc_table_options declares no primary key to "
+          "create it with; declare primary_key_columns or create the table",
+          t.resource_name()));
+      r.permanent = true;
       return r;
     }
     return create(t);
@@ -207,6 +288,10 @@ class BigQuerySinkAdapter final
     if (!o.time_partitioning.is_null()) resource["timePartitioning"] = o.time_partitioning;
     if (!o.clustering_fields.empty()) resource["clustering"] = {{"fields", o.clustering_fields}};
     if (!o.description.empty()) resource["description"] = o.description;
+    if (config_.cdc && !config_.cdc->primary_key_columns.empty()) {
+      resource["tableConstraints"] = {
+          {"primaryKey", {{"columns", config_.cdc->primary_key_columns}}}};
+    }
     std::shared_ptr<TableAdmin> admin = config_.admin;
     auto created = admin_call("bigquery table created", [admin, t, resource]() mutable {
       return admin->insert_table(t, std::move(resource));

@@ -11,6 +11,7 @@
 #include "gcpstream/bigquery/sink/bigquery_serialization_schema.h"
 #include "gcpstream/bigquery/sink/bigquery_writer_options.h"
 #include "gcpstream/bigquery/sink/buffered_stream_ledger.h"
+#include "gcpstream/bigquery/sink/cdc.h"
 #include "gcpstream/connector/async_sink_writer.h"
 #include "gcpstream/connector/destinations.h"
 #include "gcpstream/connector/failure_handler.h"
@@ -33,6 +34,9 @@ struct BigQueryWriterConfig {
   // stream position here (and is kept until that position is committed). Unset: the default
   // stream (STORAGE_API_AT_LEAST_ONCE).
   std::shared_ptr<BufferedStreamLedger> ledger;
+  // Set for CDC writes (at least once only): each table is checked against the contract when
+  // its writer opens (VerifyCdcTable), and a missing table is created with this primary key.
+  std::optional<CdcTableOptions> cdc;
 };
 
 // The Storage Write API writers: the shared asynchronous core over one client per table, a
@@ -52,6 +56,10 @@ struct BigQueryWriterConfig {
 //    job: they are about the schema, not a row;
 //  - transient failures are retried by the client (BigQueryWriterOptions' retry_*) and fail
 //    the job when those are spent; they never reach a failure handler;
+//  - CDC (config.cdc): before a table's first row the table is read and must declare a
+//    primary key matching cdc_table_options (VerifyCdcTable); a missing one is created with
+//    that key under CREATE_IF_NEEDED (the key must then be declared); any of these failing
+//    fails the job, after up to recovery.max_attempts tries for a rate limit or an outage;
 //  - exactly-once: a failure of the stream itself (kStreamFailurePayload) fails the job, and a
 //    table is released (idle, capacity) only once its position is named by a committable;
 //  - metrics tablesCreated, appendRetries, and the core's (inFlightRows, parkedRows, ...).

@@ -88,6 +88,11 @@ absl::Status BigQueryFake::patch_table(const std::string& project, const std::st
   return store_->update_table(project, dataset, table, patch, false, "").status();
 }
 
+absl::Status BigQueryFake::delete_table(const std::string& project, const std::string& dataset,
+                                        const std::string& table) {
+  return store_->delete_table(project, dataset, table);
+}
+
 absl::StatusOr<std::vector<nlohmann::json>> BigQueryFake::rows(
     const std::string& table_path) const {
   return store_->rows(table_path);

@@ -69,6 +69,8 @@ class BigQueryFake {
                                        const std::string& table) const;
   absl::Status patch_table(const std::string& project, const std::string& dataset,
                            const std::string& table, const nlohmann::json& patch);
+  absl::Status delete_table(const std::string& project, const std::string& dataset,
+                            const std::string& table);
   // The visible rows of "projects/P/datasets/D/tables/T" (RowDecoder's JSON shape).
   absl::StatusOr<std::vector<nlohmann::json>> rows(const std::string& table_path) const;
   // Rows made visible at once (RowDecoder's JSON shape; not checked), as tabledata.insertAll

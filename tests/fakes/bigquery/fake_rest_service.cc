@@ -149,6 +149,14 @@ void RegisterRestRoutes(httplib::Server& server, std::shared_ptr<FakeStore> stor
                             req.get_header_value("If-Match"));
     };
   };
+  server.Delete(t, Handle(store,
+                          [](FakeStore& s, const httplib::Request& req,
+                             const nlohmann::json&) -> absl::StatusOr<nlohmann::json> {
+                            absl::Status deleted =
+                                s.delete_table(req.matches[1], req.matches[2], req.matches[3]);
+                            if (!deleted.ok()) return deleted;
+                            return nlohmann::json::object();
+                          }));
   server.Patch(t, Handle(store, update(false)));
   server.Put(t, Handle(store, update(true)));
   server.Get(

@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "gcpstream/util/utf8.h"
 #include "google/cloud/bigquery/storage/v1/annotations.pb.h"
+#include "tests/fakes/bigquery/fake_cdc.h"
 
 namespace gcpstream::testing::bigquery_fake {
 namespace {
@@ -73,6 +74,15 @@ absl::Status CheckMessage(const Descriptor& d, const Schema& columns, const std:
   for (const auto& c : columns) by_name.emplace(absl::AsciiStrToLower(c.name), &c);
   for (int i = 0; i < d.field_count(); ++i) {
     const FieldDescriptor& f = *d.field(i);
+    // CDC pseudocolumns are written with the row, never as columns (fake_cdc.h).
+    if (path.empty() && IsCdcPseudocolumn(ColumnName(f))) {
+      *refusal = RowDecoder::Refusal::kInvalid;
+      if (f.type() != FieldDescriptor::TYPE_STRING || f.is_repeated()) {
+        return absl::InvalidArgumentError(fmt::format(
+            "Invalid proto schema: pseudocolumn {} must be a singular string field", f.name()));
+      }
+      continue;
+    }
     auto found = by_name.find(absl::AsciiStrToLower(ColumnName(f)));
     const Field* column = found == by_name.end() ? nullptr : found->second;
     if (column == nullptr) {
@@ -396,6 +406,16 @@ absl::StatusOr<std::unique_ptr<RowDecoder>> RowDecoder::Create(
   if (absl::Status s = CheckMessage(*decoder->descriptor_, table, "", refusal); !s.ok()) {
     return s;
   }
+  const Descriptor& d = *decoder->descriptor_;
+  for (int i = 0; i < d.field_count(); ++i) {
+    const std::string name = absl::AsciiStrToUpper(ColumnName(*d.field(i)));
+    if (name == kChangeTypeField) decoder->change_type_ = d.field(i);
+    if (name == kChangeSequenceField) decoder->change_sequence_ = d.field(i);
+  }
+  if (decoder->change_sequence_ != nullptr && decoder->change_type_ == nullptr) {
+    return absl::InvalidArgumentError(
+        "Invalid proto schema: _CHANGE_SEQUENCE_NUMBER is only valid with _CHANGE_TYPE");
+  }
   decoder->table_ = table;
   return decoder;
 }
@@ -405,7 +425,24 @@ absl::StatusOr<nlohmann::json> RowDecoder::decode(const std::string& bytes) cons
   if (!message->ParseFromString(bytes)) {
     return absl::InvalidArgumentError("the row bytes do not parse as the writer schema");
   }
-  return DecodeMessage(*message, table_, "");
+  auto row = DecodeMessage(*message, table_, "");
+  if (!row.ok() || change_type_ == nullptr) return row;
+  const Reflection& r = *message->GetReflection();
+  const std::string type =
+      r.HasField(*message, change_type_) ? r.GetString(*message, change_type_) : "";
+  if (type != "UPSERT" && type != "DELETE") {
+    return RowError(kChangeTypeField,
+                    fmt::format("must be UPSERT or DELETE, not \"{}\"", absl::CEscape(type)));
+  }
+  (*row)[kChangeTypeField] = type;
+  if (change_sequence_ != nullptr && r.HasField(*message, change_sequence_)) {
+    const std::string sequence = r.GetString(*message, change_sequence_);
+    if (auto parsed = ParseChangeSequence(sequence); !parsed.ok()) {
+      return RowError(kChangeSequenceField, std::string(parsed.status().message()));
+    }
+    (*row)[kChangeSequenceField] = sequence;
+  }
+  return row;
 }
 
 }  // namespace gcpstream::testing::bigquery_fake

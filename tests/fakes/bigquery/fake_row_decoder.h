@@ -46,6 +46,11 @@ class RowDecoder {
       const google::protobuf::DescriptorProto& writer_schema, const Schema& table,
       Refusal* refusal);
 
+  // Whether the writer schema carries the CDC pseudocolumns (fake_cdc.h): then each decoded
+  // row also has "_CHANGE_TYPE" and, when set, "_CHANGE_SEQUENCE_NUMBER" as strings, and a row
+  // with another change type or an invalid sequence is a row error.
+  bool cdc() const { return change_type_ != nullptr; }
+
   // One row. INVALID_ARGUMENT with the per-row message the service would put in a RowError:
   // bytes that do not parse, a REQUIRED column missing, invalid UTF-8, a value outside its
   // type's range (dates 0001-01-01..9999-12-31, NUMERIC 29 integer digits, BIGNUMERIC 38), a
@@ -57,6 +62,8 @@ class RowDecoder {
   google::protobuf::DescriptorPool pool_;
   mutable google::protobuf::DynamicMessageFactory factory_{&pool_};  // GetPrototype is not const
   const google::protobuf::Descriptor* descriptor_ = nullptr;
+  const google::protobuf::FieldDescriptor* change_type_ = nullptr;
+  const google::protobuf::FieldDescriptor* change_sequence_ = nullptr;
   Schema table_;
 };
 

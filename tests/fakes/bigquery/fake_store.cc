@@ -262,6 +262,7 @@ absl::StatusOr<nlohmann::json> FakeStore::insert_table(const std::string& projec
       }
     }
   }
+  if (absl::Status pk = CheckPrimaryKey(t.resource, t.schema); !pk.ok()) return pk;
   if (t.resource.contains("timePartitioning")) {
     const auto& p = t.resource["timePartitioning"];
     const std::string type = p.value("type", "DAY");
@@ -293,6 +294,17 @@ absl::StatusOr<nlohmann::json> FakeStore::insert_table(const std::string& projec
   t.created = now_locked();
   auto& stored = tables_[path] = std::move(t);
   return table_json(path, stored);
+}
+
+absl::Status FakeStore::delete_table(const std::string& project, const std::string& dataset,
+                                     const std::string& table) {
+  std::lock_guard lock(mu_);
+  const std::string path =
+      fmt::format("projects/{}/datasets/{}/tables/{}", project, dataset, table);
+  if (tables_.erase(path) == 0) {
+    return absl::NotFoundError(fmt::format("Not found: Table {}:{}.{}", project, dataset, table));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<nlohmann::json> FakeStore::get_table(const std::string& project,
@@ -434,9 +446,28 @@ grpc::Status FakeStore::append(const std::string& stream, std::optional<std::int
                           "The default stream does not accept offsets: leave offset unset");
     }
     *first_row = static_cast<std::int64_t>(table->second.rows.size());
+    if (!rows.empty() && rows.front().contains(kChangeTypeField)) {
+      // CDC rows: upserts and deletes by the table's primary key.
+      std::vector<std::string> key = PrimaryKeyColumns(table->second.resource);
+      if (key.empty()) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "_CHANGE_TYPE needs a table with a primary key: " + table_path);
+      }
+      for (auto& column : key) {  // the schema's spelling, as decoded rows carry it
+        if (const Field* f = FindField(table->second.schema, column)) column = f->name;
+      }
+      rows_appended_ += static_cast<std::int64_t>(rows.size());
+      ApplyChanges(key, std::move(rows), now_locked(), &table->second.rows,
+                   &table->second.row_times, &table->second.cdc);
+      return grpc::Status::OK;
+    }
     rows_appended_ += static_cast<std::int64_t>(rows.size());
     for (auto& r : rows) make_visible(table->second, std::move(r));
     return grpc::Status::OK;
+  }
+  if (!rows.empty() && rows.front().contains(kChangeTypeField)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "_CHANGE_TYPE is only supported on the default stream: " + stream);
   }
   Stream* s = nullptr;
   if (grpc::Status st = find_stream(stream, &s); !st.ok()) return st;

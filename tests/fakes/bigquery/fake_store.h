@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "google/cloud/bigquery/storage/v1/storage.pb.h"
+#include "tests/fakes/bigquery/fake_cdc.h"
 #include "tests/fakes/bigquery/fake_table_schema.h"
 
 namespace gcpstream::testing::bigquery_fake {
@@ -100,6 +101,9 @@ class FakeStore {
                                               const std::string& dataset, const std::string& table,
                                               const nlohmann::json& resource, bool replace,
                                               const std::string& if_match);
+  // tables.delete: the table and its rows are gone (NOT_FOUND when there is none).
+  absl::Status delete_table(const std::string& project, const std::string& dataset,
+                            const std::string& table);
   // The visible rows, each a JSON object keyed by column name (see RowDecoder for the values).
   absl::StatusOr<std::vector<nlohmann::json>> rows(const std::string& table_path) const;
 
@@ -153,6 +157,7 @@ class FakeStore {
     absl::Time created;
     std::vector<nlohmann::json> rows;   // visible
     std::vector<absl::Time> row_times;  // when each row became visible (time travel)
+    CdcLedger cdc;                      // CDC: the last applied sequence per key
   };
   struct Stream {
     std::string table;

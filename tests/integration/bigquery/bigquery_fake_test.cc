@@ -665,5 +665,94 @@ TEST_F(BigQueryFakeTest, TablePatchAllowsOnlyWideningAndHonoursTheEtag) {
   EXPECT_EQ(stale->status, 412);
 }
 
+// "Stream table updates with change data capture" (BigQuery docs): the _CHANGE_TYPE
+// pseudocolumn takes UPSERT or DELETE, works on the default stream of a table with a declared
+// primary key (at most 16 columns), and _CHANGE_SEQUENCE_NUMBER is 1-4 '/'-separated sections
+// of up to 16 hex digits, the larger winning for one key.
+class BigQueryFakeCdcTest : public BigQueryFakeTest {
+ protected:
+  void SetUp() override {
+    BigQueryFakeTest::SetUp();
+    nlohmann::json keyed = TableResource("k");
+    keyed["tableConstraints"] = {{"primaryKey", {{"columns", {"name"}}}}};
+    ASSERT_TRUE(fake_->add_table("p", "d", keyed).ok());
+  }
+  const std::string keyed_ = "projects/p/datasets/d/tables/k";
+  Rows cdc_ = Rows({{"name", FieldDescriptorProto::TYPE_STRING},
+                    {"count", FieldDescriptorProto::TYPE_INT64},
+                    {"_CHANGE_TYPE", FieldDescriptorProto::TYPE_STRING},
+                    {"_CHANGE_SEQUENCE_NUMBER", FieldDescriptorProto::TYPE_STRING}});
+  std::string change(const std::string& name, const std::string& count, const std::string& type,
+                     const std::string& sequence = "") {
+    std::map<std::string, std::string> v = {
+        {"name", name}, {"count", count}, {"_CHANGE_TYPE", type}};
+    if (!sequence.empty()) v["_CHANGE_SEQUENCE_NUMBER"] = sequence;
+    return cdc_.row(v);
+  }
+};
+
+TEST_F(BigQueryFakeCdcTest, ChangesApplyByKeyInSequenceOrderAndThePseudocolumnsStayOut) {
+  Connection c(*stub_, keyed_ + "/streams/_default", cdc_);
+  ASSERT_TRUE(
+      c.append({change("a", "1", "UPSERT", "2"), change("b", "1", "UPSERT")})->has_append_result());
+  ASSERT_TRUE(c.append({change("a", "9", "UPSERT", "1"), change("b", "2", "UPSERT"),
+                        change("c", "1", "UPSERT"), change("c", "0", "DELETE")})
+                  ->has_append_result());
+  auto rows = fake_->rows(keyed_);
+  ASSERT_TRUE(rows.ok());
+  std::map<std::string, std::string> got;
+  for (const auto& r : *rows) {
+    EXPECT_FALSE(r.contains("_CHANGE_TYPE")) << r.dump();
+    got[r["name"].get<std::string>()] = r["count"].get<std::string>();
+  }
+  EXPECT_EQ(got, (std::map<std::string, std::string>{{"a", "1"}, {"b", "2"}}));
+}
+
+TEST_F(BigQueryFakeCdcTest, AnotherChangeTypeOrABadSequenceIsARowError) {
+  Connection c(*stub_, keyed_ + "/streams/_default", cdc_);
+  auto r = c.append({change("a", "1", "UPSERT"), change("b", "1", "INSERT"),
+                     change("c", "1", "UPSERT", "1/2/3/4/5"), change("d", "1", "DELETE", "g")});
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->error().code(), grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_EQ(r->row_errors_size(), 3);
+  EXPECT_EQ(r->row_errors(0).index(), 1);
+  EXPECT_THAT(r->row_errors(0).message(), HasSubstr("UPSERT or DELETE"));
+  EXPECT_EQ(r->row_errors(1).index(), 2);
+  EXPECT_EQ(r->row_errors(2).index(), 3);
+  EXPECT_TRUE(fake_->rows(keyed_)->empty()) << "a refused request lands nothing";
+}
+
+TEST_F(BigQueryFakeCdcTest, CdcNeedsAPrimaryKeyAndTheDefaultStream) {
+  {
+    Connection c(*stub_, std::string(kTable) + "/streams/_default", cdc_);
+    auto r = c.append({change("a", "1", "UPSERT")});
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->error().code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(r->error().message(), HasSubstr("primary key"));
+  }
+  {
+    Connection c(*stub_, create_stream(storage::WriteStream::COMMITTED, keyed_), cdc_);
+    auto r = c.append({change("a", "1", "UPSERT")}, 0);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->error().code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(r->error().message(), HasSubstr("default stream"));
+  }
+  EXPECT_TRUE(visible_names().empty());
+  EXPECT_TRUE(fake_->rows(keyed_)->empty());
+}
+
+TEST_F(BigQueryFakeCdcTest, ADeclaredPrimaryKeyMustNameAtMostSixteenScalarColumns) {
+  nlohmann::json missing = TableResource("m");
+  missing["tableConstraints"] = {{"primaryKey", {{"columns", {"nope"}}}}};
+  EXPECT_EQ(fake_->add_table("p", "d", missing).code(), absl::StatusCode::kInvalidArgument);
+  nlohmann::json repeated = TableResource("r");
+  repeated["tableConstraints"] = {{"primaryKey", {{"columns", {"tags"}}}}};
+  EXPECT_EQ(fake_->add_table("p", "d", repeated).code(), absl::StatusCode::kInvalidArgument);
+  nlohmann::json many = TableResource("n");
+  many["tableConstraints"]["primaryKey"]["columns"] = nlohmann::json::array();
+  for (int i = 0; i < 17; ++i) many["tableConstraints"]["primaryKey"]["columns"].push_back("name");
+  EXPECT_EQ(fake_->add_table("p", "d", many).code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace gcpstream::testing

@@ -140,6 +140,14 @@ TEST(BigQuerySpec, DescribeNamesTheTableAndItsColumns) {
   EXPECT_THAT(*text, HasSubstr("bigquery projects/p/datasets/flights/tables/delays"));
   EXPECT_THAT(*text, HasSubstr("origin STRING REQUIRED"));
   EXPECT_THAT(*text, HasSubstr("table created if missing"));
+  EXPECT_THAT(*text, HasSubstr("default stream, at least once"));
+  auto exactly = Parse(File(std::string(kSchema) + "  write_method: STORAGE_API_EXACTLY_ONCE\n" +
+                            "checkpointing: {interval: 1s, dir: /tmp/ck}\n"));
+  ASSERT_TRUE(exactly.ok()) << exactly.status();
+  auto described = DescribePipeline(*exactly);
+  ASSERT_TRUE(described.ok()) << described.status();
+  EXPECT_THAT(*described, HasSubstr("BUFFERED streams flushed when a checkpoint completes"));
+  EXPECT_THAT(*described, ::testing::Not(HasSubstr("at least once")));
 }
 
 }  // namespace
