@@ -223,7 +223,21 @@ class BigQuerySinkAdapter final
       r.permanent = true;
       return r;
     }
-    return create(t);
+    connector::RepairResult created = create(t);
+    if (!config_.cdc || !created.status.ok()) return created;
+    // CDC: a table someone else created first (a 409) may have another key; read it back.
+    auto again = admin_call("bigquery table read", [admin, t] { return admin->get_table(t); });
+    if (!again.ok()) {
+      created.status = again.status();
+      created.permanent = true;
+    } else if (!again->ok()) {
+      created.status = again->status();
+      created.permanent = !Retriable(created.status);
+    } else {
+      created.status = VerifyCdcTable(t.resource_name(), **again, *config_.cdc, config_.schema);
+      created.permanent = !created.status.ok();
+    }
+    return created;
   }
 
   absl::Status fatal_failure(const BigQueryTableDestination& t,

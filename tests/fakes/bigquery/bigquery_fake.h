@@ -43,6 +43,8 @@ using bigquery_fake::FakeOptions;
 //    over a snapshot (time travel within 7 days), selected fields, simple row restrictions,
 //    stream counts, Avro rows from an offset, session expiry, SplitReadStream; REST
 //    tabledata.insertAll to fill a table.
+//  - Change data capture on the default stream (fake_cdc.h): upserts and deletes by primary key
+//    in _CHANGE_SEQUENCE_NUMBER order; REST tables.delete.
 // Each behaviour is pinned by tests/integration/bigquery/bigquery_fake_test.cc and
 // bigquery_read_fake_test.cc. Not served: jobs, Arrow rows, connection multiplexing (one stream per
 // AppendRows connection), default values for missing columns. Thread-safe.

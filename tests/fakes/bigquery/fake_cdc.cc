@@ -6,12 +6,20 @@
 #include <set>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 
 namespace gcpstream::testing::bigquery_fake {
 namespace {
+
+// A value quoted in an error message: escaped (a message is UTF-8 text) and cut short.
+std::string Quoted(std::string_view text) {
+  constexpr std::size_t kMax = 64;
+  const absl::string_view v(text.data(), std::min(text.size(), kMax));
+  return absl::CEscape(v) + (text.size() > kMax ? "..." : "");
+}
 
 // The key of a row: its key columns' values, as JSON text.
 std::string KeyOf(const std::vector<std::string>& columns, const nlohmann::json& row) {
@@ -33,8 +41,9 @@ absl::StatusOr<std::vector<std::uint64_t>> ParseChangeSequence(std::string_view 
   const std::vector<absl::string_view> sections =
       absl::StrSplit(absl::string_view(text.data(), text.size()), '/');
   if (text.empty() || sections.size() > 4) {
-    return absl::InvalidArgumentError(fmt::format(
-        "Invalid _CHANGE_SEQUENCE_NUMBER \"{}\": one to four sections separated by '/'", text));
+    return absl::InvalidArgumentError(
+        fmt::format("Invalid _CHANGE_SEQUENCE_NUMBER \"{}\": one to four sections separated by '/'",
+                    Quoted(text)));
   }
   for (absl::string_view s : sections) {
     std::uint64_t v = 0;
@@ -44,7 +53,7 @@ absl::StatusOr<std::vector<std::uint64_t>> ParseChangeSequence(std::string_view 
     if (!hex || !absl::SimpleHexAtoi(s, &v)) {
       return absl::InvalidArgumentError(fmt::format(
           "Invalid _CHANGE_SEQUENCE_NUMBER \"{}\": each section is 1 to 16 hexadecimal digits",
-          text));
+          Quoted(text)));
     }
     out.push_back(v);
   }
@@ -79,10 +88,11 @@ std::vector<std::string> PrimaryKeyColumns(const nlohmann::json& resource) {
 }
 
 absl::Status CheckPrimaryKey(const nlohmann::json& resource, const Schema& schema) {
-  if (!resource.contains("tableConstraints") ||
-      !resource["tableConstraints"].contains("primaryKey")) {
-    return absl::OkStatus();
+  if (!resource.contains("tableConstraints")) return absl::OkStatus();
+  if (!resource["tableConstraints"].is_object()) {
+    return absl::InvalidArgumentError("tableConstraints must be an object");
   }
+  if (!resource["tableConstraints"].contains("primaryKey")) return absl::OkStatus();
   const auto& pk = resource["tableConstraints"]["primaryKey"];
   if (!pk.is_object() || !pk.contains("columns") || !pk["columns"].is_array() ||
       pk["columns"].empty()) {

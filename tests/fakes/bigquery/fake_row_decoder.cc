@@ -409,8 +409,15 @@ absl::StatusOr<std::unique_ptr<RowDecoder>> RowDecoder::Create(
   const Descriptor& d = *decoder->descriptor_;
   for (int i = 0; i < d.field_count(); ++i) {
     const std::string name = absl::AsciiStrToUpper(ColumnName(*d.field(i)));
-    if (name == kChangeTypeField) decoder->change_type_ = d.field(i);
-    if (name == kChangeSequenceField) decoder->change_sequence_ = d.field(i);
+    const FieldDescriptor** slot = name == kChangeTypeField       ? &decoder->change_type_
+                                   : name == kChangeSequenceField ? &decoder->change_sequence_
+                                                                  : nullptr;
+    if (slot == nullptr) continue;
+    if (*slot != nullptr) {
+      return absl::InvalidArgumentError(
+          fmt::format("Invalid proto schema: pseudocolumn {} appears twice", name));
+    }
+    *slot = d.field(i);
   }
   if (decoder->change_sequence_ != nullptr && decoder->change_type_ == nullptr) {
     return absl::InvalidArgumentError(

@@ -292,6 +292,9 @@ absl::StatusOr<nlohmann::json> FakeStore::insert_table(const std::string& projec
   t.resource["id"] = fmt::format("{}:{}.{}", project, dataset, id);
   t.resource["type"] = "TABLE";
   t.created = now_locked();
+  // Versions never repeat across the store: a table dropped and created again under the same
+  // name is a new schema to every connection that knew the old one.
+  t.schema_version = ++schema_versions_;
   auto& stored = tables_[path] = std::move(t);
   return table_json(path, stored);
 }
@@ -304,6 +307,8 @@ absl::Status FakeStore::delete_table(const std::string& project, const std::stri
   if (tables_.erase(path) == 0) {
     return absl::NotFoundError(fmt::format("Not found: Table {}:{}.{}", project, dataset, table));
   }
+  // Its write streams go with it: a table created again under the name starts with none.
+  std::erase_if(streams_, [&](const auto& entry) { return entry.second.table == path; });
   return absl::OkStatus();
 }
 
@@ -348,7 +353,7 @@ absl::StatusOr<nlohmann::json> FakeStore::update_table(const std::string& projec
   if (next) {
     if (absl::Status s = CheckWidening(t.schema, *next); !s.ok()) return s;
     t.schema = std::move(*next);
-    ++t.schema_version;
+    t.schema_version = ++schema_versions_;
   }
   for (const char* key : {"description", "labels", "clustering"}) {
     if (resource.contains(key)) t.resource[key] = resource[key];

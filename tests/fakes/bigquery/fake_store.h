@@ -185,6 +185,7 @@ class FakeStore {
   std::map<std::string, nlohmann::json> datasets_;  // "projects/P/datasets/D"
   std::map<std::string, Table> tables_;             // "projects/P/datasets/D/tables/T"
   std::map<std::string, Stream> streams_;
+  std::int64_t schema_versions_ = 0;  // the last schema version handed out, store-wide
   std::int64_t append_ordinal_ = 0;
   std::int64_t flush_ordinal_ = 0;
   int read_failures_taken_ = 0;

@@ -741,7 +741,60 @@ TEST_F(BigQueryFakeCdcTest, CdcNeedsAPrimaryKeyAndTheDefaultStream) {
   EXPECT_TRUE(fake_->rows(keyed_)->empty());
 }
 
+TEST_F(BigQueryFakeCdcTest, ARowErrorQuotesABadSequenceEscapedAndShort) {
+  Connection c(*stub_, keyed_ + "/streams/_default", cdc_);
+  auto r = c.append({change("a", "1", "UPSERT", "\xff\xfe" + std::string(100000, 'g'))});
+  ASSERT_TRUE(r.has_value()) << "the answer must parse (valid UTF-8): " << c.ended.error_message();
+  ASSERT_EQ(r->row_errors_size(), 1);
+  EXPECT_THAT(r->row_errors(0).message(), HasSubstr("\\377\\376ggg"));
+  EXPECT_LT(r->row_errors(0).message().size(), 300u);
+}
+
+TEST_F(BigQueryFakeCdcTest, APseudocolumnTwiceInAnyCaseIsAnInvalidWriterSchema) {
+  Rows twice({{"name", FieldDescriptorProto::TYPE_STRING},
+              {"_CHANGE_TYPE", FieldDescriptorProto::TYPE_STRING},
+              {"_change_type", FieldDescriptorProto::TYPE_STRING}});
+  Connection c(*stub_, keyed_ + "/streams/_default", twice);
+  auto r = c.append({twice.row({{"name", "a"}, {"_CHANGE_TYPE", "UPSERT"}})});
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->error().code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(r->error().message(), HasSubstr("twice"));
+}
+
+// tables.delete: the table, its rows and its write streams are gone; a table created again
+// under the name is new to every connection (its schema is checked afresh).
+TEST_F(BigQueryFakeCdcTest, ADroppedTableTakesItsStreamsAndOldSchemaWithIt) {
+  const std::string pending = create_stream(storage::WriteStream::PENDING, keyed_);
+  {
+    Connection c(*stub_, pending, rows_);
+    ASSERT_TRUE(c.append({rows_.named("ghost")}, 0)->has_append_result());
+  }
+  Connection stale(*stub_, keyed_ + "/streams/_default", rows_);
+  ASSERT_TRUE(stale.append({rows_.row({{"name", "a"}, {"count", "1"}})})->has_append_result());
+  ASSERT_TRUE(fake_->delete_table("p", "d", "k").ok());
+  EXPECT_EQ(fake_->delete_table("p", "d", "k").code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(fake_
+                  ->add_table("p", "d",
+                              {{"tableReference", {{"tableId", "k"}}},
+                               {"schema", {{"fields", {{{"name", "name"}, {"type", "STRING"}}}}}}})
+                  .ok());
+  grpc::ClientContext ctx;
+  storage::FinalizeWriteStreamRequest finalize;
+  finalize.set_name(pending);
+  storage::FinalizeWriteStreamResponse finalized;
+  EXPECT_EQ(stub_->FinalizeWriteStream(&ctx, finalize, &finalized).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  auto refused = stale.append({rows_.row({{"name", "b"}, {"count", "2"}})});
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->error().code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << "the new table has no column count";
+  EXPECT_TRUE(fake_->rows(keyed_)->empty());
+}
+
 TEST_F(BigQueryFakeCdcTest, ADeclaredPrimaryKeyMustNameAtMostSixteenScalarColumns) {
+  nlohmann::json not_object = TableResource("o");
+  not_object["tableConstraints"] = 5;
+  EXPECT_EQ(fake_->add_table("p", "d", not_object).code(), absl::StatusCode::kInvalidArgument);
   nlohmann::json missing = TableResource("m");
   missing["tableConstraints"] = {{"primaryKey", {{"columns", {"nope"}}}}};
   EXPECT_EQ(fake_->add_table("p", "d", missing).code(), absl::StatusCode::kInvalidArgument);
