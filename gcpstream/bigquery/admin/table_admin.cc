@@ -4,41 +4,13 @@
 #include <httplib.h>
 
 #include "absl/strings/cord.h"
+#include "gcpstream/connector/http_status.h"
 #include "gcpstream/util/json.h"
 
 namespace gcpstream::bigquery {
 namespace {
 
 constexpr std::size_t kMaxJsonDepth = 64;
-
-absl::StatusCode CodeFor(int http, const std::string& reason) {
-  switch (http) {
-    case 400:
-      return absl::StatusCode::kInvalidArgument;
-    case 401:
-      return absl::StatusCode::kUnauthenticated;
-    case 403:
-      return reason == "rateLimitExceeded" || reason == "quotaExceeded"
-                 ? absl::StatusCode::kResourceExhausted
-                 : absl::StatusCode::kPermissionDenied;
-    case 404:
-      return absl::StatusCode::kNotFound;
-    case 409:
-      return absl::StatusCode::kAlreadyExists;
-    case 412:
-      return absl::StatusCode::kFailedPrecondition;
-    case 429:
-      return absl::StatusCode::kResourceExhausted;
-    case 500:
-      return absl::StatusCode::kInternal;
-    case 503:
-      return absl::StatusCode::kUnavailable;
-    case 504:
-      return absl::StatusCode::kDeadlineExceeded;
-    default:
-      return http >= 500 ? absl::StatusCode::kUnavailable : absl::StatusCode::kUnknown;
-  }
-}
 
 }  // namespace
 
@@ -91,24 +63,9 @@ absl::StatusOr<nlohmann::json> TableAdmin::call(const std::string& method, const
     }
     return *json;
   }
-  std::string message = fmt::format("HTTP {}", result->status);
-  std::string reason;
-  if (json.ok() && json->is_object() && json->contains("error")) {
-    const auto& error = (*json)["error"];
-    if (error.is_object() && error.contains("message") && error["message"].is_string()) {
-      message = error["message"].get<std::string>();
-    }
-    if (error.is_object() && error.contains("errors") && error["errors"].is_array() &&
-        !error["errors"].empty() && error["errors"][0].is_object() &&
-        error["errors"][0].contains("reason") && error["errors"][0]["reason"].is_string()) {
-      reason = error["errors"][0]["reason"].get<std::string>();
-    }
-  }
-  absl::Status status(CodeFor(result->status, reason),
-                      fmt::format("BigQuery {} {}: {}{}", method, path, message,
-                                  reason.empty() ? "" : " (reason " + reason + ")"));
-  if (!reason.empty()) status.SetPayload(kBigQueryErrorReasonPayload, absl::Cord(reason));
-  return status;
+  return connector::RestErrorStatus(result->status, result->body,
+                                    fmt::format("BigQuery {} {}", method, path),
+                                    kBigQueryErrorReasonPayload);
 }
 
 absl::StatusOr<nlohmann::json> TableAdmin::get_dataset(const std::string& project,

@@ -36,6 +36,8 @@ absl::StatusOr<std::unique_ptr<BigQueryFake>> BigQueryFake::Start(FakeOptions op
 
   fake->rest_server_ = std::make_unique<httplib::Server>();
   bigquery_fake::RegisterRestRoutes(*fake->rest_server_, fake->store_);
+  fake->gcs_ = std::make_shared<gcs_fake::FakeObjectStore>();
+  gcs_fake::RegisterGcsRoutes(*fake->rest_server_, fake->gcs_);
   const int rest_bound = rest_port == 0
                              ? fake->rest_server_->bind_to_any_port(host)
                              : (fake->rest_server_->bind_to_port(host, rest_port) ? rest_port : -1);
@@ -87,6 +89,8 @@ absl::Status BigQueryFake::patch_table(const std::string& project, const std::st
                                        const std::string& table, const nlohmann::json& patch) {
   return store_->update_table(project, dataset, table, patch, false, "").status();
 }
+
+void BigQueryFake::add_bucket(const std::string& bucket) { gcs_->add_bucket(bucket); }
 
 absl::Status BigQueryFake::delete_table(const std::string& project, const std::string& dataset,
                                         const std::string& table) {

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "tests/fakes/bigquery/fake_store.h"
+#include "tests/fakes/gcs/fake_gcs.h"
 
 namespace httplib {
 class Server;
@@ -43,6 +44,8 @@ using bigquery_fake::FakeOptions;
 //    over a snapshot (time travel within 7 days), selected fields, simple row restrictions,
 //    stream counts, Avro rows from an offset, session expiry, SplitReadStream; REST
 //    tabledata.insertAll to fill a table.
+//  - The Cloud Storage JSON API subset of tests/fakes/gcs/fake_gcs.h on the REST port, so one
+//    endpoint serves both (point a Cloud Storage client at rest_endpoint()).
 //  - Change data capture on the default stream (fake_cdc.h): upserts and deletes by primary key
 //    in _CHANGE_SEQUENCE_NUMBER order; REST tables.delete.
 // Each behaviour is pinned by tests/integration/bigquery/bigquery_fake_test.cc and
@@ -78,6 +81,9 @@ class BigQueryFake {
   // Rows made visible at once (RowDecoder's JSON shape; not checked), as tabledata.insertAll
   // would: how a test fills a table the source reads.
   absl::Status insert_rows(const std::string& table_path, std::vector<nlohmann::json> rows);
+  // Cloud Storage: a bucket to upload to, and the objects (tests read staged files here).
+  void add_bucket(const std::string& bucket);
+  gcs_fake::FakeObjectStore& gcs() { return *gcs_; }
   std::int64_t streams_created() const;
   std::int64_t rows_appended() const;  // FakeStore::rows_appended
 
@@ -86,6 +92,7 @@ class BigQueryFake {
  private:
   BigQueryFake() = default;
   std::shared_ptr<bigquery_fake::FakeStore> store_;
+  std::shared_ptr<gcs_fake::FakeObjectStore> gcs_;
   std::unique_ptr<grpc::Service> write_service_;
   std::unique_ptr<grpc::Service> read_service_;
   std::unique_ptr<grpc::Server> grpc_server_;

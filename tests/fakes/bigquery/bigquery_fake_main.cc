@@ -1,10 +1,12 @@
 // The BigQuery fake as a standalone program, to point the CLI or a client at:
 //
 //   bigquery_fake --grpc-port 9060 --rest-port 9050 --dataset my-project:my_dataset
+//                 --bucket my-staging-bucket
 //
 // The Storage Write and Storage Read APIs are served over gRPC on --grpc-port, the v2 REST calls
-// on --rest-port (see tests/fakes/bigquery/bigquery_fake.h for what is served; fill a table to
-// read with POST .../tables/T/insertAll). Faults and the clock can be
+// on --rest-port, next to the Cloud Storage JSON API subset (uploads, get, list, delete; see
+// tests/fakes/bigquery/bigquery_fake.h for what is served; fill a table to read with
+// POST .../tables/T/insertAll). Faults and the clock can be
 // changed while it runs through POST /fake/v1/options and /fake/v1/clock:advance. It prints
 // "bigquery_fake grpc HOST:PORT rest http://HOST:PORT" once ready and runs until SIGINT or
 // SIGTERM.
@@ -35,6 +37,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 65535));
   app.add_option("--host", host, "address to listen on");
   app.add_option("--dataset", datasets, "a dataset to create at start (PROJECT:DATASET)");
+  std::vector<std::string> buckets;
+  app.add_option("--bucket", buckets,
+                 "a Cloud Storage bucket to create at start (served on the REST port)");
   app.add_option("--table-propagation-ms", propagation_ms,
                  "how long a new table answers the masked PERMISSION_DENIED to writes")
       ->check(CLI::Range(0, 3600 * 1000));
@@ -66,6 +71,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  for (const auto& b : buckets) (*fake)->add_bucket(b);
   std::signal(SIGINT, [](int) { g_stop = true; });
   std::signal(SIGTERM, [](int) { g_stop = true; });
   std::printf("bigquery_fake grpc %s rest %s\n", (*fake)->grpc_endpoint().c_str(),

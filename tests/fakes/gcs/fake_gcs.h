@@ -1,0 +1,88 @@
+#ifndef GCPSTREAM_TESTS_FAKES_GCS_FAKE_GCS_H_
+#define GCPSTREAM_TESTS_FAKES_GCS_FAKE_GCS_H_
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace httplib {
+class Server;
+}
+
+// A fake of the Cloud Storage JSON API subset a sink stages files with, after the public
+// references ("JSON API: Objects" insert / get / list / delete, "Perform resumable uploads",
+// "Perform multipart uploads"):
+//  - POST /upload/storage/v1/b/B/o?uploadType=media&name=N: the body is the object;
+//  - uploadType=multipart: a multipart/related body, JSON metadata (with "name") then media;
+//  - uploadType=resumable: answers 200 with the session URI in Location; each PUT to it carries
+//    Content-Range "bytes S-E/T" (T "*" while the size is unknown), "bytes */T" (finish with
+//    nothing more) or "bytes */*" (ask). An unfinished upload answers 308 with
+//    "Range: bytes=0-N" (no Range before the first byte): the service persists a chunk only up
+//    to a multiple of 256 KiB, so a shorter chunk is kept in part and the client resends the
+//    rest; bytes before the persisted size are ignored; a chunk starting beyond it, or whose
+//    length differs from its range, is refused (400). The finishing chunk answers 200 with the
+//    object; so does any later PUT to that session;
+//  - GET /storage/v1/b/B/o/N (metadata; alt=media: the bytes); GET /storage/v1/b/B/o with
+//    prefix, maxResults (at most 1,000) and pageToken, in name order; DELETE answers 204.
+// Names are URL-encoded in paths. A missing bucket or object answers 404 (reason notFound). An
+// upload replaces an existing object and bumps its generation. Errors have the JSON API's
+// {"error": {"code", "message", "errors": [{"reason"}]}} shape. Thread-safe.
+namespace gcpstream::testing::gcs_fake {
+
+class FakeObjectStore {
+ public:
+  void add_bucket(const std::string& bucket);
+  bool has_bucket(const std::string& bucket) const;
+  // NOT_FOUND for a missing bucket; the new object's metadata.
+  absl::StatusOr<nlohmann::json> put(const std::string& bucket, const std::string& name,
+                                     std::string bytes);
+  absl::StatusOr<std::string> read(const std::string& bucket, const std::string& name) const;
+  absl::StatusOr<nlohmann::json> metadata(const std::string& bucket, const std::string& name) const;
+  absl::Status remove(const std::string& bucket, const std::string& name);
+  // Up to `max` objects after `after` (exclusive) whose names start with `prefix`.
+  std::vector<nlohmann::json> list(const std::string& bucket, const std::string& prefix,
+                                   const std::string& after, int max, bool* more) const;
+  // Resumable sessions: a new id; the bytes persisted so far; completion.
+  std::string open_session(const std::string& bucket, const std::string& name);
+  struct Session {
+    std::string bucket;
+    std::string name;
+    std::string bytes;  // persisted
+    std::optional<nlohmann::json> done;
+  };
+  // Runs `f` on the session under the lock; NOT_FOUND for an unknown id.
+  absl::Status with_session(const std::string& id, const std::function<absl::Status(Session&)>& f);
+
+  std::int64_t object_count() const;
+
+ private:
+  struct Object {
+    std::string bytes;
+    std::int64_t generation = 0;
+    absl::Time created;
+  };
+  nlohmann::json metadata_locked(const std::string& bucket, const std::string& name,
+                                 const Object& o) const;
+
+  mutable std::mutex mu_;
+  std::set<std::string> buckets_;
+  std::map<std::pair<std::string, std::string>, Object> objects_;
+  std::map<std::string, Session> sessions_;
+  std::int64_t next_generation_ = 1'700'000'000'000'000;
+  std::int64_t next_session_ = 1;
+};
+
+// Serves the routes above on `server` (next to whatever else it serves).
+void RegisterGcsRoutes(httplib::Server& server, std::shared_ptr<FakeObjectStore> store);
+
+}  // namespace gcpstream::testing::gcs_fake
+
+#endif  // GCPSTREAM_TESTS_FAKES_GCS_FAKE_GCS_H_
