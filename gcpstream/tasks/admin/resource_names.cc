@@ -1,11 +1,11 @@
 #include "gcpstream/tasks/admin/resource_names.h"
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include <vector>
 
 #include "gcpstream/util/absl_fmt.h"
+#include "gcpstream/util/sha256.h"
 
 namespace gcpstream::tasks {
 namespace {
@@ -76,18 +76,7 @@ absl::StatusOr<TaskNameParts> SplitTaskName(std::string_view name) {
   return out;
 }
 
-std::string HashedTaskId(std::string_view key) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(key.data(), key.size(), digest, &length, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(2 * length, '0');
-  for (unsigned int i = 0; i < length; ++i) {
-    out[2 * i] = kHex[digest[i] >> 4];
-    out[2 * i + 1] = kHex[digest[i] & 0xf];
-  }
-  return out;
-}
+std::string HashedTaskId(std::string_view key) { return util::Sha256Hex(key); }
 
 std::string TaskName(const connector::QueueDestination& queue, std::string_view key) {
   return queue.resource_name() + "/tasks/" + HashedTaskId(key);
