@@ -4,6 +4,7 @@
 
 #include "absl/strings/cord.h"
 #include "gcpstream/util/json.h"
+#include "gcpstream/util/utf8.h"
 
 namespace gcpstream::connector {
 
@@ -14,11 +15,14 @@ absl::StatusCode CodeForHttpStatus(int http, const std::string& reason) {
     case 401:
       return absl::StatusCode::kUnauthenticated;
     case 403:
-      return reason == "rateLimitExceeded" || reason == "quotaExceeded"
+      return reason == "rateLimitExceeded" || reason == "quotaExceeded" ||
+                     reason == "userRateLimitExceeded"
                  ? absl::StatusCode::kResourceExhausted
                  : absl::StatusCode::kPermissionDenied;
     case 404:
       return absl::StatusCode::kNotFound;
+    case 408:  // a request timeout: worth another attempt
+      return absl::StatusCode::kUnavailable;
     case 409:
       return absl::StatusCode::kAlreadyExists;
     case 412:
@@ -45,12 +49,12 @@ absl::Status RestErrorStatus(int http, const std::string& body, const std::strin
   if (json.ok() && json->is_object() && json->contains("error")) {
     const auto& error = (*json)["error"];
     if (error.is_object() && error.contains("message") && error["message"].is_string()) {
-      message = error["message"].get<std::string>();
+      message = util::ToValidUtf8(error["message"].get<std::string>(), 2000);
     }
     if (error.is_object() && error.contains("errors") && error["errors"].is_array() &&
         !error["errors"].empty() && error["errors"][0].is_object() &&
         error["errors"][0].contains("reason") && error["errors"][0]["reason"].is_string()) {
-      reason = error["errors"][0]["reason"].get<std::string>();
+      reason = util::ToValidUtf8(error["errors"][0]["reason"].get<std::string>(), 100);
     }
   }
   absl::Status status(

@@ -4,12 +4,14 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "gcpstream/connector/http_status.h"
 #include "gcpstream/util/json.h"
+#include "gcpstream/util/utf8.h"
 
 namespace gcpstream::gcs {
 namespace {
@@ -59,7 +61,14 @@ absl::StatusOr<GcsUri> ParseGcsUri(std::string_view uri, bool allow_prefix_only)
         "the bucket name has 3 to 222 lowercase letters, digits, '-', '_' or '.', and starts "
         "and ends with a letter or digit");
   }
+  if (b.size() > 63 && b.find('.') == std::string::npos) {
+    return refuse("a bucket name without dots has at most 63 characters");
+  }
   if (out.object.empty() && !allow_prefix_only) return refuse("it names no object");
+  if (out.object.find_first_of("\r\n") != std::string::npos || out.object == "." ||
+      out.object == ".." || util::InvalidUtf8At(out.object).has_value()) {
+    return refuse("an object name is valid UTF-8 without CR or LF, and not . or ..");
+  }
   if (out.object.size() > 1024) return refuse("an object name is at most 1,024 bytes");
   return out;
 }
@@ -78,8 +87,15 @@ absl::StatusOr<StorageClient::Answer> StorageClient::exchange(
   if (absl::StartsWith(url_or_path, "http://") || absl::StartsWith(url_or_path, "https://")) {
     const std::size_t host = url_or_path.find("://") + 3;
     const std::size_t slash = url_or_path.find('/', host);
+    if (slash == std::string::npos || slash == host) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: \"{}\" is not an upload session URI", what, url_or_path.substr(0, 200)));
+    }
     base = url_or_path.substr(0, slash);
-    path = slash == std::string::npos ? "/" : url_or_path.substr(slash);
+    path = url_or_path.substr(slash);
+  } else if (!absl::StartsWith(url_or_path, "/")) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: \"{}\" is not an http(s) URL", what, url_or_path.substr(0, 200)));
   }
   httplib::Headers headers;
   auto token = credentials_->token();
@@ -93,10 +109,9 @@ absl::StatusOr<StorageClient::Answer> StorageClient::exchange(
     return absl::InvalidArgumentError(
         fmt::format("Cloud Storage endpoint \"{}\" is not an http(s) URL", base));
   }
-  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout_);
-  client->set_connection_timeout(secs);
-  client->set_read_timeout(secs);
-  client->set_write_timeout(secs);
+  client->set_connection_timeout(timeout_);
+  client->set_read_timeout(timeout_);
+  client->set_write_timeout(timeout_);
   httplib::Result r = method == "GET"    ? client->Get(path, headers)
                       : method == "POST" ? client->Post(path, headers, body, content_type)
                       : method == "PUT"  ? client->Put(path, headers, body, content_type)
@@ -110,7 +125,10 @@ absl::StatusOr<StorageClient::Answer> StorageClient::exchange(
   a.body = std::move(r->body);
   a.location = r->get_header_value("Location");
   a.range = r->get_header_value("Range");
-  if (a.status != 308 && (a.status < 200 || a.status >= 300)) {
+  // 308 is "resume incomplete" only for an upload session's PUT; anywhere else it is a
+  // redirect this client does not follow, so a failure.
+  const bool resumable = method == "PUT";
+  if (!(resumable && a.status == 308) && (a.status < 200 || a.status >= 300)) {
     return connector::RestErrorStatus(a.status, a.body, what, kStorageErrorReasonPayload);
   }
   return a;
@@ -131,8 +149,9 @@ absl::StatusOr<std::string> StorageClient::start_resumable_upload(const std::str
   return a->location;
 }
 
-absl::StatusOr<StorageClient::UploadProgress> StorageClient::progress_of(
-    const Answer& a, const std::string& what) const {
+absl::StatusOr<StorageClient::UploadProgress> StorageClient::progress_of(const Answer& a,
+                                                                         const std::string& what,
+                                                                         std::int64_t sent) const {
   UploadProgress p;
   if (a.status == 308) {
     // "Range: bytes=0-N" once anything is persisted; absent before.
@@ -140,9 +159,11 @@ absl::StatusOr<StorageClient::UploadProgress> StorageClient::progress_of(
       const std::size_t dash = a.range.find('-');
       std::int64_t last = 0;
       if (!absl::StartsWith(a.range, "bytes=0-") || dash == std::string::npos ||
-          !absl::SimpleAtoi(a.range.substr(dash + 1), &last) || last < 0) {
+          !absl::SimpleAtoi(a.range.substr(dash + 1), &last) || last < 0 ||
+          (sent >= 0 && last >= sent)) {
         return absl::InternalError(
-            fmt::format("{}: an unreadable Range header \"{}\"", what, a.range.substr(0, 100)));
+            fmt::format("{}: a Range header \"{}\" that is unreadable or beyond the {} bytes sent",
+                        what, a.range.substr(0, 100), sent));
       }
       p.persisted = last + 1;
     }
@@ -152,9 +173,14 @@ absl::StatusOr<StorageClient::UploadProgress> StorageClient::progress_of(
   if (!json.ok() || !json->is_object()) {
     return absl::InternalError(what + ": the finished upload's answer is not object metadata");
   }
-  std::int64_t size = 0;
-  if (json->contains("size") && (*json)["size"].is_string()) {
-    (void)absl::SimpleAtoi((*json)["size"].get<std::string>(), &size);
+  std::int64_t size = -1;
+  if (json->contains("size") && (*json)["size"].is_string() &&
+      !absl::SimpleAtoi((*json)["size"].get<std::string>(), &size)) {
+    size = -1;
+  }
+  if (size < 0 || (sent >= 0 && size != sent)) {
+    return absl::InternalError(fmt::format(
+        "{}: the finished object's size ({}) is not the {} bytes sent", what, size, sent));
   }
   p.persisted = size;
   p.object = std::move(*json);
@@ -164,7 +190,8 @@ absl::StatusOr<StorageClient::UploadProgress> StorageClient::progress_of(
 absl::StatusOr<StorageClient::UploadProgress> StorageClient::upload_chunk(
     const std::string& session, std::int64_t offset, std::string_view bytes, bool last) const {
   const auto n = static_cast<std::int64_t>(bytes.size());
-  if (offset < 0 || (!last && (n == 0 || n % kResumableChunkQuantum != 0))) {
+  if (offset < 0 || offset > (std::int64_t{1} << 50) ||
+      (!last && (n == 0 || n % kResumableChunkQuantum != 0))) {
     return absl::InvalidArgumentError(fmt::format(
         "a resumable upload chunk other than the last is a positive multiple of {} bytes; got {} "
         "bytes at offset {}",
@@ -177,7 +204,11 @@ absl::StatusOr<StorageClient::UploadProgress> StorageClient::upload_chunk(
   auto a = exchange("PUT", session, std::string(bytes), "application/octet-stream",
                     {{"Content-Range", range}}, what);
   if (!a.ok()) return a.status();
-  return progress_of(*a, what);
+  auto p = progress_of(*a, what, offset + n);
+  if (p.ok() && last && !p->object) {
+    return absl::InternalError(what + ": the last chunk did not finish the object");
+  }
+  return p;
 }
 
 absl::StatusOr<StorageClient::UploadProgress> StorageClient::upload_status(
@@ -186,7 +217,7 @@ absl::StatusOr<StorageClient::UploadProgress> StorageClient::upload_status(
   auto a = exchange("PUT", session, "", "application/octet-stream",
                     {{"Content-Range", "bytes */*"}}, what);
   if (!a.ok()) return a.status();
-  return progress_of(*a, what);
+  return progress_of(*a, what, -1);
 }
 
 absl::StatusOr<nlohmann::json> StorageClient::insert_object(const std::string& bucket,
@@ -210,7 +241,9 @@ absl::StatusOr<nlohmann::json> StorageClient::get_object(const std::string& buck
                     "", {}, what);
   if (!a.ok()) return a.status();
   auto json = util::ParseJsonBounded(a->body, kMaxJsonDepth);
-  if (!json.ok()) return absl::InternalError(what + ": the answer is not JSON");
+  if (!json.ok() || !json->is_object()) {
+    return absl::InternalError(what + ": the answer is not a JSON object");
+  }
   return *json;
 }
 
@@ -228,6 +261,7 @@ absl::StatusOr<std::vector<nlohmann::json>> StorageClient::list_objects(
   const std::string what = fmt::format("Cloud Storage list gs://{}/{}", bucket, prefix);
   std::vector<nlohmann::json> out;
   std::string token;
+  std::set<std::string> seen;
   do {
     std::string path = fmt::format("/storage/v1/b/{}/o?prefix={}", Escape(bucket), Escape(prefix));
     if (!token.empty()) path += "&pageToken=" + Escape(token);
@@ -238,10 +272,19 @@ absl::StatusOr<std::vector<nlohmann::json>> StorageClient::list_objects(
       return absl::InternalError(what + ": the answer is not a JSON object");
     }
     if (json->contains("items") && (*json)["items"].is_array()) {
-      for (auto& item : (*json)["items"]) out.push_back(std::move(item));
+      for (auto& item : (*json)["items"]) {
+        if (!item.is_object()) return absl::InternalError(what + ": an item is not an object");
+        out.push_back(std::move(item));
+      }
     }
-    const std::string next = json->value("nextPageToken", std::string());
-    if (!next.empty() && next == token) {
+    std::string next;
+    if (json->contains("nextPageToken")) {
+      if (!(*json)["nextPageToken"].is_string()) {
+        return absl::InternalError(what + ": nextPageToken is not a string");
+      }
+      next = (*json)["nextPageToken"].get<std::string>();
+    }
+    if (!next.empty() && !seen.insert(next).second) {
       return absl::InternalError(what + ": the service repeated a page token");
     }
     token = next;

@@ -90,7 +90,10 @@ class StorageClient {
                                   const std::string& body, const std::string& content_type,
                                   const std::vector<std::pair<std::string, std::string>>& extra,
                                   const std::string& what) const;
-  absl::StatusOr<UploadProgress> progress_of(const Answer& a, const std::string& what) const;
+  // `sent`: the bytes the upload holds after this exchange when known (the service may persist
+  // less, never more, and a finished object has exactly that size); -1 when unknown.
+  absl::StatusOr<UploadProgress> progress_of(const Answer& a, const std::string& what,
+                                             std::int64_t sent) const;
 
   std::string endpoint_;
   std::shared_ptr<connector::AccessTokenSource> credentials_;

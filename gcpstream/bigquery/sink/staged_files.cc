@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "gcpstream/api/status_macros.h"
+#include "gcpstream/gcs/storage_client.h"
 #include "gcpstream/util/bytes.h"
 #include "gcpstream/util/sha256.h"
 
@@ -17,11 +20,36 @@ namespace {
 // restore allocate without bound (a subtask stages far fewer files per checkpoint).
 constexpr std::uint32_t kMaxUrisPerCommittable = 1'000'000;
 
-bool IsGcsUri(const std::string& uri) { return uri.rfind("gs://", 0) == 0 && uri.size() > 5; }
+bool IsGcsUri(const std::string& uri) { return gcs::ParseGcsUri(uri).ok(); }
+
+// Why `f` cannot be a committable; OK when it can.
+std::string Flaw(const StagedFiles& f) {
+  if (f.table.rfind("projects/", 0) != 0 || f.table.find("/datasets/") == std::string::npos ||
+      f.table.find("/tables/") == std::string::npos) {
+    return fmt::format("table '{}' is not projects/P/datasets/D/tables/T", f.table.substr(0, 200));
+  }
+  if (f.format.empty()) return "no source format";
+  if (f.uris.empty()) return "no staged file";
+  for (const auto& uri : f.uris) {
+    if (!IsGcsUri(uri)) return fmt::format("'{}' is not a gs:// object URI", uri.substr(0, 200));
+  }
+  if (f.rows < 0 || f.bytes < 0) return fmt::format("{} rows, {} bytes", f.rows, f.bytes);
+  if (f.checkpoint_id < -1) return fmt::format("checkpoint {}", f.checkpoint_id);
+  return "";
+}
+
+// End of input (-1) loads after every checkpoint.
+std::int64_t LoadOrder(std::int64_t checkpoint_id) {
+  return checkpoint_id < 0 ? std::numeric_limits<std::int64_t>::max() : checkpoint_id;
+}
 
 }  // namespace
 
 absl::StatusOr<std::string> StagedFilesSerializer::serialize(const StagedFiles& f) const {
+  // Refused here, where the writer can say so, rather than at a restore that cannot.
+  if (const std::string flaw = Flaw(f); !flaw.empty()) {
+    return absl::InternalError("a FILE_LOADS committable is invalid: " + flaw);
+  }
   util::ByteWriter out;
   out.put_string(f.table);
   out.put_string(f.format);
@@ -52,12 +80,8 @@ absl::StatusOr<StagedFiles> StagedFilesSerializer::deserialize(int version,
   GCP_ASSIGN_OR_RETURN(f.bytes, in.i64());
   GCP_ASSIGN_OR_RETURN(f.checkpoint_id, in.i64());
   if (!in.done()) return absl::DataLossError("StagedFiles: trailing bytes");
-  const bool uris_ok = std::all_of(f.uris.begin(), f.uris.end(), IsGcsUri);
-  if (f.table.rfind("projects/", 0) != 0 || f.format.empty() || f.uris.empty() || !uris_ok ||
-      f.rows < 0 || f.bytes < 0 || f.checkpoint_id < -1) {
-    return absl::DataLossError(fmt::format(
-        "StagedFiles: corrupt state (table '{}', format '{}', {} files, {} rows, checkpoint {})",
-        f.table.substr(0, 200), f.format.substr(0, 20), f.uris.size(), f.rows, f.checkpoint_id));
+  if (const std::string flaw = Flaw(f); !flaw.empty()) {
+    return absl::DataLossError("StagedFiles: corrupt state: " + flaw);
   }
   return f;
 }
@@ -74,31 +98,27 @@ std::string LoadJobId(const std::string& table, const std::string& format,
 }
 
 absl::StatusOr<std::vector<PlannedLoad>> PlanLoads(const std::vector<StagedFiles>& committables) {
-  using Key = std::tuple<std::int64_t, std::string, std::string>;  // checkpoint, table, format
+  // (load order, table, format): checkpoints in order, the end of input last.
+  using Key = std::tuple<std::int64_t, std::string, std::string>;
   std::map<Key, PlannedLoad> loads;
-  std::vector<const StagedFiles*> seen;
+  std::set<std::string> seen;
+  StagedFilesSerializer serializer;
   for (const auto& c : committables) {
+    if (const std::string flaw = Flaw(c); !flaw.empty()) {
+      return absl::InvalidArgumentError("a FILE_LOADS committable is invalid: " + flaw);
+    }
     // A committable delivered twice (a restore re-commits what it holds) counts once.
-    if (std::any_of(seen.begin(), seen.end(), [&](const StagedFiles* s) { return *s == c; })) {
-      continue;
-    }
-    seen.push_back(&c);
-    if (c.table.empty() || c.uris.empty()) {
-      return absl::InvalidArgumentError(
-          "a FILE_LOADS committable names no table or no staged file");
-    }
-    PlannedLoad& load = loads[{c.checkpoint_id, c.table, c.format}];
+    GCP_ASSIGN_OR_RETURN(std::string identity, serializer.serialize(c));
+    if (!seen.insert(std::move(identity)).second) continue;
+    PlannedLoad& load = loads[{LoadOrder(c.checkpoint_id), c.table, c.format}];
     load.table = c.table;
     load.format = c.format;
     load.checkpoint_id = c.checkpoint_id;
-    load.rows += c.rows;
-    for (const auto& uri : c.uris) {
-      if (!IsGcsUri(uri)) {
-        return absl::InvalidArgumentError(
-            fmt::format("staged file '{}' is not a gs:// URI", uri.substr(0, 300)));
-      }
-      load.uris.push_back(uri);
-    }
+    // Saturating: a count, never a wrap-around.
+    load.rows = c.rows > std::numeric_limits<std::int64_t>::max() - load.rows
+                    ? std::numeric_limits<std::int64_t>::max()
+                    : load.rows + c.rows;
+    load.uris.insert(load.uris.end(), c.uris.begin(), c.uris.end());
   }
   std::vector<PlannedLoad> out;
   out.reserve(loads.size());

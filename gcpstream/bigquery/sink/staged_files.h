@@ -31,8 +31,11 @@ struct StagedFiles {
   friend bool operator==(const StagedFiles&, const StagedFiles&) = default;
 };
 
-// Version 1: table, format, uris, rows, bytes, checkpoint id. A restore refuses bytes that are
-// not version 1 or describe an impossible committable (DATA_LOSS naming what is wrong).
+// Version 1: table, format, uris, rows, bytes, checkpoint id. serialize() refuses (INTERNAL) a
+// committable a restore could not take back: a table that is not projects/P/datasets/D/tables/T,
+// no format, no file, a URI that is not a gs:// object, negative counts, a checkpoint below -1.
+// A restore refuses bytes that are not version 1 or describe such a committable (DATA_LOSS
+// naming what is wrong).
 class StagedFilesSerializer final : public VersionedSerializer<StagedFiles> {
  public:
   int version() const override { return 1; }
@@ -61,12 +64,12 @@ struct PlannedLoad {
 std::string LoadJobId(const std::string& table, const std::string& format,
                       const std::vector<std::string>& sorted_uris, std::int64_t checkpoint_id);
 
-// Groups committables into load jobs, in checkpoint order: one per (checkpoint, table, format),
-// its URIs sorted and deduplicated (a committable re-delivered after a restore names the same
-// files). INVALID_ARGUMENT for a committable without a table or URIs, or a URI that is not
-// gs://; FAILED_PRECONDITION when one job would exceed kMaxLoadSourceUris (loading through
-// temporary tables and copy jobs is not built: raise maxStagingFileBytes or checkpoint more
-// often).
+// Groups committables into load jobs, in checkpoint order with the end of input last: one per
+// (checkpoint, table, format), its URIs sorted and deduplicated, a committable delivered twice
+// (a restore re-commits what it holds) counted once, rows summed without overflow.
+// INVALID_ARGUMENT for a committable serialize() would refuse; FAILED_PRECONDITION when one job
+// would exceed kMaxLoadSourceUris (loading through temporary tables and copy jobs is not built:
+// raise maxStagingFileBytes or checkpoint more often).
 absl::StatusOr<std::vector<PlannedLoad>> PlanLoads(const std::vector<StagedFiles>& committables);
 
 }  // namespace gcpstream::bigquery

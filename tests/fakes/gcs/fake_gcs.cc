@@ -9,11 +9,14 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gcpstream/util/json.h"
+#include "gcpstream/util/utf8.h"
 
 namespace gcpstream::testing::gcs_fake {
 namespace {
 
 constexpr std::int64_t kQuantum = 256 * 1024;
+// Cloud Storage's largest object (5 TiB): bounds every range so the arithmetic cannot overflow.
+constexpr std::int64_t kMaxObjectBytes = std::int64_t{5} << 40;
 
 int HttpOf(const absl::Status& s) {
   switch (s.code()) {
@@ -102,12 +105,13 @@ absl::StatusOr<ContentRange> ParseContentRange(const std::string& header) {
   if (span != "*") {
     std::vector<std::string> ends = absl::StrSplit(span, '-');
     if (!absl::SimpleAtoi(ends[0], &r.first) || !absl::SimpleAtoi(ends[1], &r.last) ||
-        r.last < r.first) {
-      return absl::InvalidArgumentError("Content-Range has an empty or reversed byte range");
+        r.last < r.first || r.last >= kMaxObjectBytes) {
+      return absl::InvalidArgumentError(
+          "Content-Range has a reversed byte range or one beyond the largest object");
     }
   }
-  if (total != "*" && !absl::SimpleAtoi(total, &r.total)) {
-    return absl::InvalidArgumentError("Content-Range has an unreadable total");
+  if (total != "*" && (!absl::SimpleAtoi(total, &r.total) || r.total > kMaxObjectBytes)) {
+    return absl::InvalidArgumentError("Content-Range has an unreadable or too large total");
   }
   return r;
 }
@@ -155,58 +159,14 @@ void Upload(FakeObjectStore& store, const httplib::Request& req, httplib::Respon
 }
 
 void Chunk(FakeObjectStore& store, const httplib::Request& req, httplib::Response& res) {
-  const std::string id = req.get_param_value("upload_id");
   auto range = ParseContentRange(req.get_header_value("Content-Range"));
   if (!range.ok()) return ReplyError(res, range.status());
-  std::optional<nlohmann::json> finished;
-  absl::Status applied = store.with_session(id, [&](FakeObjectStore::Session& s) -> absl::Status {
-    if (s.done) {
-      finished = s.done;
-      return absl::OkStatus();
-    }
-    const auto persisted = static_cast<std::int64_t>(s.bytes.size());
-    if (range->first >= 0) {
-      const std::int64_t n = range->last - range->first + 1;
-      if (n != static_cast<std::int64_t>(req.body.size())) {
-        return absl::InvalidArgumentError(fmt::format(
-            "Content-Range names {} bytes but the request carries {}", n, req.body.size()));
-      }
-      if (range->first > persisted) {
-        return absl::InvalidArgumentError(fmt::format(
-            "the chunk starts at byte {} but only {} are persisted", range->first, persisted));
-      }
-      // Bytes the service already has are skipped.
-      const std::int64_t end = range->first + n;
-      if (end > persisted)
-        s.bytes.append(req.body, static_cast<std::size_t>(persisted - range->first));
-      if (range->total < 0) {
-        // Unknown size: only whole 256 KiB quanta are kept.
-        const std::int64_t kept = static_cast<std::int64_t>(s.bytes.size()) / kQuantum * kQuantum;
-        s.bytes.resize(static_cast<std::size_t>(std::max(kept, persisted)));
-      }
-    }
-    if (range->total >= 0) {
-      if (range->total != static_cast<std::int64_t>(s.bytes.size())) {
-        return absl::InvalidArgumentError(fmt::format(
-            "the upload's total is {} bytes but {} were sent", range->total, s.bytes.size()));
-      }
-      auto put = store.put(s.bucket, s.name, s.bytes);
-      if (!put.ok()) return put.status();
-      s.done = *put;
-      finished = s.done;
-    }
-    return absl::OkStatus();
-  });
-  if (!applied.ok()) return ReplyError(res, applied);
-  if (finished) return ReplyJson(res, *finished);
-  // Still open: how much is persisted.
-  std::int64_t persisted = 0;
-  (void)store.with_session(id, [&](FakeObjectStore::Session& s) {
-    persisted = static_cast<std::int64_t>(s.bytes.size());
-    return absl::OkStatus();
-  });
+  auto r = store.apply_chunk(req.get_param_value("upload_id"), range->first, range->last,
+                             range->total, req.body);
+  if (!r.ok()) return ReplyError(res, r.status());
+  if (r->object) return ReplyJson(res, *r->object);
   res.status = 308;
-  if (persisted > 0) res.set_header("Range", fmt::format("bytes=0-{}", persisted - 1));
+  if (r->persisted > 0) res.set_header("Range", fmt::format("bytes=0-{}", r->persisted - 1));
 }
 
 }  // namespace
@@ -236,10 +196,18 @@ nlohmann::json FakeObjectStore::metadata_locked(const std::string& bucket, const
 
 absl::StatusOr<nlohmann::json> FakeObjectStore::put(const std::string& bucket,
                                                     const std::string& name, std::string bytes) {
-  if (name.empty() || name.size() > 1024) {
-    return absl::InvalidArgumentError("An object name is 1 to 1,024 bytes");
-  }
   std::lock_guard lock(mu_);
+  return put_locked(bucket, name, std::move(bytes));
+}
+
+absl::StatusOr<nlohmann::json> FakeObjectStore::put_locked(const std::string& bucket,
+                                                           const std::string& name,
+                                                           std::string bytes) {
+  if (name.empty() || name.size() > 1024 || name.find_first_of("\r\n") != std::string::npos ||
+      util::InvalidUtf8At(name).has_value()) {
+    return absl::InvalidArgumentError(
+        "An object name is 1 to 1,024 bytes of valid UTF-8 without CR or LF");
+  }
   if (buckets_.count(bucket) == 0) {
     return absl::NotFoundError("The specified bucket does not exist: " + bucket);
   }
@@ -300,17 +268,64 @@ std::string FakeObjectStore::open_session(const std::string& bucket, const std::
   return id;
 }
 
-absl::Status FakeObjectStore::with_session(const std::string& id,
-                                           const std::function<absl::Status(Session&)>& f) {
-  std::unique_lock lock(mu_);
+absl::StatusOr<FakeObjectStore::ChunkResult> FakeObjectStore::apply_chunk(const std::string& id,
+                                                                          std::int64_t first,
+                                                                          std::int64_t last,
+                                                                          std::int64_t total,
+                                                                          const std::string& body) {
+  std::lock_guard lock(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return absl::NotFoundError("No such upload session: " + id);
-  Session copy = it->second;
-  lock.unlock();  // `f` may put() the object
-  absl::Status s = f(copy);
-  lock.lock();
-  if (s.ok()) sessions_[id] = std::move(copy);
-  return s;
+  Session& s = it->second;
+  ChunkResult out;
+  if (s.done) {
+    out.object = s.done;
+    out.persisted = static_cast<std::int64_t>(s.bytes.size());
+    return out;
+  }
+  const auto persisted = static_cast<std::int64_t>(s.bytes.size());
+  if (first >= 0) {
+    const std::int64_t n = last - first + 1;
+    if (n != static_cast<std::int64_t>(body.size())) {
+      return absl::InvalidArgumentError(
+          fmt::format("Content-Range names {} bytes but the request carries {}", n, body.size()));
+    }
+    if (first > persisted) {
+      return absl::InvalidArgumentError(
+          fmt::format("the chunk starts at byte {} but only {} are persisted", first, persisted));
+    }
+    if (total >= 0 && last + 1 > total) {
+      return absl::InvalidArgumentError(
+          fmt::format("the chunk ends at byte {}, past the stated total of {}", last, total));
+    }
+  } else if (!body.empty()) {
+    return absl::InvalidArgumentError("a Content-Range without bytes carries no body");
+  }
+  const std::int64_t size = first >= 0 ? std::max(last + 1, persisted) : persisted;
+  if (total >= 0 && first < 0 && size != total) {
+    return absl::InvalidArgumentError(
+        fmt::format("the upload's total is {} bytes but {} were sent", total, persisted));
+  }
+  // Appended in place (no copy of what is persisted); undone if the upload cannot finish.
+  if (size > persisted) {
+    s.bytes.append(body, static_cast<std::size_t>(persisted - first), std::string::npos);
+  }
+  if (total >= 0 && size == total) {
+    auto put = put_locked(s.bucket, s.name, s.bytes);
+    if (!put.ok()) {
+      s.bytes.resize(static_cast<std::size_t>(persisted));
+      return put.status();
+    }
+    s.done = *put;
+    out.object = s.done;
+    out.persisted = total;
+    return out;
+  }
+  // Not complete: only whole 256 KiB quanta are kept.
+  const std::int64_t kept = std::max(size / kQuantum * kQuantum, persisted);
+  s.bytes.resize(static_cast<std::size_t>(kept));
+  out.persisted = kept;
+  return out;
 }
 
 std::int64_t FakeObjectStore::object_count() const {

@@ -2,6 +2,7 @@
 #define GCPSTREAM_TESTS_FAKES_GCS_FAKE_GCS_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -26,13 +27,15 @@ class Server;
 //    Content-Range "bytes S-E/T" (T "*" while the size is unknown), "bytes */T" (finish with
 //    nothing more) or "bytes */*" (ask). An unfinished upload answers 308 with
 //    "Range: bytes=0-N" (no Range before the first byte): the service persists a chunk only up
-//    to a multiple of 256 KiB, so a shorter chunk is kept in part and the client resends the
-//    rest; bytes before the persisted size are ignored; a chunk starting beyond it, or whose
-//    length differs from its range, is refused (400). The finishing chunk answers 200 with the
-//    object; so does any later PUT to that session;
+//    to a multiple of 256 KiB unless it completes the object (its end reaches the stated
+//    total), so a shorter chunk is kept in part and the client resends the rest; bytes before
+//    the persisted size are ignored; a chunk starting beyond it, whose length differs from its
+//    range, or that goes past the stated total, is refused (400). The completing chunk answers
+//    200 with the object; so does any later PUT to that session;
 //  - GET /storage/v1/b/B/o/N (metadata; alt=media: the bytes); GET /storage/v1/b/B/o with
 //    prefix, maxResults (at most 1,000) and pageToken, in name order; DELETE answers 204.
-// Names are URL-encoded in paths. A missing bucket or object answers 404 (reason notFound). An
+// Names are URL-encoded in paths; a name is 1 to 1,024 bytes of valid UTF-8 without CR or LF
+// (400 otherwise). A missing bucket or object answers 404 (reason notFound). An
 // upload replaces an existing object and bumps its generation. Errors have the JSON API's
 // {"error": {"code", "message", "errors": [{"reason"}]}} shape. Thread-safe.
 namespace gcpstream::testing::gcs_fake {
@@ -50,16 +53,17 @@ class FakeObjectStore {
   // Up to `max` objects after `after` (exclusive) whose names start with `prefix`.
   std::vector<nlohmann::json> list(const std::string& bucket, const std::string& prefix,
                                    const std::string& after, int max, bool* more) const;
-  // Resumable sessions: a new id; the bytes persisted so far; completion.
+  // Resumable sessions: a new id, and one PUT applied to it (the rules above). `first`/`last`
+  // are the chunk's byte range (-1 when it carries none), `total` the object size (-1: "*").
+  // NOT_FOUND for an unknown session, INVALID_ARGUMENT for a chunk the rules refuse.
   std::string open_session(const std::string& bucket, const std::string& name);
-  struct Session {
-    std::string bucket;
-    std::string name;
-    std::string bytes;  // persisted
-    std::optional<nlohmann::json> done;
+  struct ChunkResult {
+    std::optional<nlohmann::json> object;  // set once the upload finished
+    std::int64_t persisted = 0;
   };
-  // Runs `f` on the session under the lock; NOT_FOUND for an unknown id.
-  absl::Status with_session(const std::string& id, const std::function<absl::Status(Session&)>& f);
+  absl::StatusOr<ChunkResult> apply_chunk(const std::string& id, std::int64_t first,
+                                          std::int64_t last, std::int64_t total,
+                                          const std::string& body);
 
   std::int64_t object_count() const;
 
@@ -69,8 +73,16 @@ class FakeObjectStore {
     std::int64_t generation = 0;
     absl::Time created;
   };
+  struct Session {
+    std::string bucket;
+    std::string name;
+    std::string bytes;  // persisted
+    std::optional<nlohmann::json> done;
+  };
   nlohmann::json metadata_locked(const std::string& bucket, const std::string& name,
                                  const Object& o) const;
+  absl::StatusOr<nlohmann::json> put_locked(const std::string& bucket, const std::string& name,
+                                            std::string bytes);
 
   mutable std::mutex mu_;
   std::set<std::string> buckets_;

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <thread>
+
 #include "gcpstream/connector/oauth2_credentials.h"
 #include "tests/fakes/bigquery/bigquery_fake.h"
 
@@ -157,6 +159,52 @@ TEST_F(StorageClientIT, AMissingBucketIsNotFoundWithTheServicesReason) {
   EXPECT_EQ(nobody.get_object("staging", "o").status().code(), absl::StatusCode::kUnavailable);
 }
 
+// A server answering what the JSON API never does: the client refuses it instead of trusting it.
+TEST(StorageClientHostileTest, AnswersOutsideTheProtocolAreErrorsNeverData) {
+  httplib::Server server;
+  server.Get(R"(/storage/v1/b/b/o/redirected)", [](const httplib::Request&, httplib::Response& r) {
+    r.status = 308;
+    r.set_content("<html>moved</html>", "text/html");
+  });
+  server.Get(R"(/storage/v1/b/b/o)", [](const httplib::Request&, httplib::Response& r) {
+    r.set_content(R"({"items": [], "nextPageToken": 5})", "application/json");
+  });
+  server.Put(R"(/upload/short)", [](const httplib::Request&, httplib::Response& r) {
+    r.set_content(R"({"name": "o", "size": "1"})", "application/json");
+  });
+  server.Put(R"(/upload/beyond)", [](const httplib::Request&, httplib::Response& r) {
+    r.status = 308;
+    r.set_header("Range", "bytes=0-9223372036854775806");
+  });
+  const int port = server.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { server.listen_after_bind(); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!server.is_running() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!server.is_running()) {
+    server.stop();
+    serving.join();
+    FAIL() << "the test server did not start within 10 s";
+  }
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+  StorageClient client(base, connector::MakeNoCredentials(), std::chrono::milliseconds(500));
+  EXPECT_FALSE(client.read_object("b", "redirected").ok()) << "a redirect page is not the object";
+  EXPECT_EQ(client.list_objects("b", "").status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(client.upload_chunk(base + "/upload/short", 0, "abc", true).status().code(),
+            absl::StatusCode::kInternal);
+  EXPECT_EQ(
+      client
+          .upload_chunk(base + "/upload/beyond", 0, std::string(kResumableChunkQuantum, 'a'), false)
+          .status()
+          .code(),
+      absl::StatusCode::kInternal);
+  EXPECT_EQ(client.upload_status("relative/path").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  server.stop();
+  serving.join();
+}
+
 TEST(GcsUriTest, BucketAndObjectAreSplitAndBadUrisRefused) {
   auto uri = ParseGcsUri("gs://my-bucket/staging/run 1/f.avro");
   ASSERT_TRUE(uri.ok()) << uri.status();
@@ -165,8 +213,9 @@ TEST(GcsUriTest, BucketAndObjectAreSplitAndBadUrisRefused) {
   auto prefix = ParseGcsUri("gs://my-bucket", /*allow_prefix_only=*/true);
   ASSERT_TRUE(prefix.ok());
   EXPECT_EQ(prefix->object, "");
-  for (const char* bad : {"s3://b/o", "gs://", "gs://ab/o", "gs://Upper/o", "gs://-bucket/o",
-                          "gs://bucket", "gs://bucket/"}) {
+  for (const char* bad :
+       {"s3://b/o", "gs://", "gs://ab/o", "gs://Upper/o", "gs://-bucket/o", "gs://bucket",
+        "gs://bucket/", "gs://bucket/a\nb", "gs://bucket/..", "gs://bucket/bad\xff"}) {
     EXPECT_EQ(ParseGcsUri(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
 }

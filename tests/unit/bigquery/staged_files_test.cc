@@ -28,47 +28,53 @@ StagedFiles Files(std::vector<std::string> uris, std::int64_t checkpoint = 7,
 }
 
 TEST(LoadJobIdTest, TheSameLoadGetsTheSameIdWhateverTheOrderOfItsFiles) {
-  auto a = PlanLoads({Files({"gs://b/run/0-1.avro", "gs://b/run/1-1.avro"})});
-  auto b = PlanLoads({Files({"gs://b/run/1-1.avro"}), Files({"gs://b/run/0-1.avro"})});
+  auto a = PlanLoads({Files({"gs://bkt/run/0-1.avro", "gs://bkt/run/1-1.avro"})});
+  auto b = PlanLoads({Files({"gs://bkt/run/1-1.avro"}), Files({"gs://bkt/run/0-1.avro"})});
   ASSERT_TRUE(a.ok() && b.ok());
   ASSERT_EQ(a->size(), 1u);
   ASSERT_EQ(b->size(), 1u);
   EXPECT_EQ((*a)[0].job_id, (*b)[0].job_id);
-  EXPECT_EQ((*a)[0].uris, (std::vector<std::string>{"gs://b/run/0-1.avro", "gs://b/run/1-1.avro"}));
+  EXPECT_EQ((*a)[0].uris,
+            (std::vector<std::string>{"gs://bkt/run/0-1.avro", "gs://bkt/run/1-1.avro"}));
   EXPECT_THAT((*a)[0].job_id, ::testing::EndsWith("-c7"));
   EXPECT_TRUE(RE2::FullMatch((*a)[0].job_id, "[A-Za-z0-9_-]+")) << (*a)[0].job_id;
   EXPECT_LE((*a)[0].job_id.size(), 1024u);
 }
 
 TEST(LoadJobIdTest, DistinctLoadsNeverShareAnId) {
-  const std::vector<std::string> files = {"gs://b/x/0.avro", "gs://b/x/1.avro"};
+  const std::vector<std::string> files = {"gs://bkt/x/0.avro", "gs://bkt/x/1.avro"};
   std::set<std::string> ids = {
       LoadJobId(kTable, "AVRO", files, 7),
-      LoadJobId(kTable, "AVRO", files, 8),                                 // another checkpoint
-      LoadJobId(kTable, "AVRO", files, -1),                                // a bounded run's end
-      LoadJobId(kTable, "PARQUET", files, 7),                              // another format
-      LoadJobId(kTable + "2", "AVRO", files, 7),                           // another table
-      LoadJobId(kTable, "AVRO", {"gs://b/x/0.avro"}, 7),                   // fewer files
-      LoadJobId(kTable, "AVRO", {"gs://b/x/0.avro\ngs://b/x/1.avro"}, 7),  // one odd name
+      LoadJobId(kTable, "AVRO", files, 8),                  // another checkpoint
+      LoadJobId(kTable, "AVRO", files, -1),                 // a bounded run's end
+      LoadJobId(kTable, "PARQUET", files, 7),               // another format
+      LoadJobId(kTable + "2", "AVRO", files, 7),            // another table
+      LoadJobId(kTable, "AVRO", {"gs://bkt/x/0.avro"}, 7),  // fewer files
+      LoadJobId(kTable, "AVRO", {"gs://bkt/x/0.avro\ngs://bkt/x/1.avro"}, 7),  // one odd name
   };
   EXPECT_EQ(ids.size(), 7u);
   EXPECT_EQ(LoadJobId(kTable, "AVRO", files, -1).find("-c"), std::string::npos);
 }
 
 TEST(PlanLoadsTest, FilesAreGroupedPerCheckpointTableAndFormatInCheckpointOrder) {
-  StagedFiles parquet = Files({"gs://b/p.parquet"}, 8);
+  StagedFiles parquet = Files({"gs://bkt/p.parquet"}, 8);
   parquet.format = "PARQUET";
-  auto plan = PlanLoads({Files({"gs://b/c8-a"}, 8), Files({"gs://b/c7-a"}, 7),
-                         Files({"gs://b/c8-b"}, 8), Files({"gs://b/u"}, 8, kTable + "u"), parquet,
-                         Files({"gs://b/c7-a"}, 7)});  // re-delivered: counted once
+  auto plan = PlanLoads({Files({"gs://bkt/c8-a"}, 8), Files({"gs://bkt/c7-a"}, 7),
+                         Files({"gs://bkt/c8-b"}, 8), Files({"gs://bkt/u"}, 8, kTable + "u"),
+                         parquet, Files({"gs://bkt/c7-a"}, 7)});  // re-delivered: counted once
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_EQ(plan->size(), 4u);
   EXPECT_EQ((*plan)[0].checkpoint_id, 7);
   EXPECT_EQ((*plan)[0].rows, 10);
-  EXPECT_EQ((*plan)[1].uris, (std::vector<std::string>{"gs://b/c8-a", "gs://b/c8-b"}));
+  EXPECT_EQ((*plan)[1].uris, (std::vector<std::string>{"gs://bkt/c8-a", "gs://bkt/c8-b"}));
   EXPECT_EQ((*plan)[1].rows, 20);
   EXPECT_EQ((*plan)[2].format, "PARQUET");
   EXPECT_EQ((*plan)[3].table, kTable + "u");
+  // The end of a bounded input loads after every checkpoint.
+  auto ordered = PlanLoads({Files({"gs://bkt/end"}, -1), Files({"gs://bkt/c3"}, 3)});
+  ASSERT_TRUE(ordered.ok());
+  EXPECT_EQ((*ordered)[0].checkpoint_id, 3);
+  EXPECT_EQ((*ordered)[1].checkpoint_id, -1);
   std::set<std::string> ids;
   for (const auto& load : *plan) ids.insert(load.job_id);
   EXPECT_EQ(ids.size(), 4u);
@@ -79,7 +85,7 @@ TEST(PlanLoadsTest, WhatNoLoadJobCanTakeIsRefused) {
   EXPECT_EQ(PlanLoads({Files({"/tmp/x.avro"})}).status().code(),
             absl::StatusCode::kInvalidArgument);
   std::vector<std::string> many;
-  for (int i = 0; i <= 10000; ++i) many.push_back("gs://b/f" + std::to_string(i));
+  for (int i = 0; i <= 10000; ++i) many.push_back("gs://bkt/f" + std::to_string(i));
   auto over = PlanLoads({Files(many)});
   EXPECT_EQ(over.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(over.status().message()), HasSubstr("10000"));
@@ -89,7 +95,7 @@ TEST(PlanLoadsTest, WhatNoLoadJobCanTakeIsRefused) {
 
 TEST(StagedFilesSerializerTest, RoundTripsAndRefusesDamage) {
   StagedFilesSerializer s;
-  const StagedFiles f = Files({"gs://b/a", "gs://b/b"});
+  const StagedFiles f = Files({"gs://bkt/a", "gs://bkt/b"});
   auto bytes = s.serialize(f);
   ASSERT_TRUE(bytes.ok());
   auto back = s.deserialize(1, *bytes);
@@ -98,11 +104,14 @@ TEST(StagedFilesSerializerTest, RoundTripsAndRefusesDamage) {
   EXPECT_EQ(s.deserialize(2, *bytes).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_FALSE(s.deserialize(1, bytes->substr(0, bytes->size() - 1)).ok());
   EXPECT_FALSE(s.deserialize(1, *bytes + "x").ok());
-  auto corrupt = *s.serialize(Files({"not-a-uri"}));
-  EXPECT_EQ(s.deserialize(1, corrupt).status().code(), absl::StatusCode::kDataLoss);
+  // What a restore could not take back is refused when it is written, and when it is read.
+  EXPECT_EQ(s.serialize(Files({"not-a-uri"})).status().code(), absl::StatusCode::kInternal);
   StagedFiles negative = f;
   negative.rows = -1;
-  EXPECT_EQ(s.deserialize(1, *s.serialize(negative)).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(s.serialize(negative).status().code(), absl::StatusCode::kInternal);
+  std::string corrupt = *bytes;
+  corrupt[corrupt.find("gs://bkt/a")] = 'x';  // "xs://b/a"
+  EXPECT_EQ(s.deserialize(1, corrupt).status().code(), absl::StatusCode::kDataLoss);
   // A count far beyond what the bytes hold is refused without allocating for it.
   std::string huge = *s.serialize(f);
   const std::size_t count_at = 4 + kTable.size() + 4 + 4;  // after table and format
