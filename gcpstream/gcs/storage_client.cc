@@ -93,6 +93,11 @@ absl::StatusOr<StorageClient::Answer> StorageClient::exchange(
     }
     base = url_or_path.substr(0, slash);
     path = url_or_path.substr(slash);
+    // The access token goes only to the configured service, whatever a Location said.
+    if (base != endpoint_.substr(0, endpoint_.find_last_not_of('/') + 1)) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: the session URI's host is not the Cloud Storage endpoint's", what));
+    }
   } else if (!absl::StartsWith(url_or_path, "/")) {
     return absl::InvalidArgumentError(
         fmt::format("{}: \"{}\" is not an http(s) URL", what, url_or_path.substr(0, 200)));

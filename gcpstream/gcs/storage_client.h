@@ -44,7 +44,9 @@ class StorageClient {
   StorageClient(std::string endpoint, std::shared_ptr<connector::AccessTokenSource> credentials,
                 std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
-  // Starts a resumable upload of `object`; the session URI to send its chunks to.
+  // Starts a resumable upload of `object`; the session URI to send its chunks to. A session URI
+  // on another scheme, host or port than the endpoint is refused (INVALID_ARGUMENT) by every
+  // call that takes one, so the access token never leaves for another host.
   absl::StatusOr<std::string> start_resumable_upload(const std::string& bucket,
                                                      const std::string& object) const;
 

@@ -201,6 +201,9 @@ TEST(StorageClientHostileTest, AnswersOutsideTheProtocolAreErrorsNeverData) {
       absl::StatusCode::kInternal);
   EXPECT_EQ(client.upload_status("relative/path").status().code(),
             absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(client.upload_status("http://other.example:1/upload/x").status().code(),
+            absl::StatusCode::kInvalidArgument)
+      << "the token never goes to a host a Location names";
   server.stop();
   serving.join();
 }
