@@ -67,61 +67,23 @@ class BigQuerySinkAdapter final
 
   // CDC: the table must hold the contract before its first row (a table without a primary
   // key would refuse every row; one with another key would apply the changes to other rows).
+  // The same steps as a repair (read, verify, create with the key), on the recovery schedule.
   absl::Status check(const BigQueryTableDestination& t) override {
     if (!config_.cdc) return absl::OkStatus();
     connector::RecoveryBackoff backoff(config_.options.recovery);
-    std::shared_ptr<TableAdmin> admin = config_.admin;
-    bool created = false;
     while (true) {
-      auto live = admin_call("bigquery cdc table read", [admin, t] { return admin->get_table(t); });
-      if (!live.ok()) return live.status();  // the subtask is being cancelled
-      if (live->ok()) {
-        return VerifyCdcTable(t.resource_name(), **live, *config_.cdc, config_.schema);
-      }
-      absl::Status failed = live->status();
-      const bool missing = failed.code() == absl::StatusCode::kNotFound ||
-                           failed.code() == absl::StatusCode::kPermissionDenied;
-      if (created && failed.code() == absl::StatusCode::kPermissionDenied) {
-        return absl::PermissionDeniedError(
-            fmt::format("reading BigQuery table {} after creating it was denied (CDC needs "
-                        "bigquery.tables.get to check the primary key): {}",
-                        t.resource_name(), failed.message()));
-      }
-      if (missing && !created) {
-        if (config_.create_disposition == CreateDisposition::kCreateNever) {
-          return absl::Status(failed.code(),
-                              fmt::format("BigQuery table {} is missing or not readable and "
-                                          "create_disposition is CREATE_NEVER ({})",
-                                          t.resource_name(), failed.message()));
-        }
-        if (config_.cdc->primary_key_columns.empty()) {
-          return absl::FailedPreconditionError(fmt::format(
-              "BigQuery table {} is missing and cdc_table_options declares no primary key to "
-              "create it with; declare primary_key_columns or create the table",
-              t.resource_name()));
-        }
-        connector::RepairResult r = create(t);
-        if (r.status.ok()) {
-          created = true;  // read it back (also after losing a creation race) and verify
-          continue;
-        }
-        failed = r.status;
-        if (r.permanent) return failed;
-      } else if (!missing && !Retriable(failed)) {
-        return absl::Status(failed.code(),
-                            fmt::format("reading BigQuery table {} to check its CDC contract "
-                                        "failed: {}",
-                                        t.resource_name(), failed.message()));
-      }
+      connector::RepairResult r = repair(t, {});
+      if (r.status.ok()) return absl::OkStatus();
+      if (r.permanent) return r.status;
       const std::optional<std::chrono::milliseconds> delay = backoff.next();
       if (!delay) {
-        return absl::Status(failed.code(),
+        return absl::Status(r.status.code(),
                             fmt::format("checking the CDC contract of BigQuery table {} failed "
                                         "after {} attempts: {}",
-                                        t.resource_name(), backoff.attempts(), failed.message()));
+                                        t.resource_name(), backoff.attempts(), r.status.message()));
       }
       spdlog::warn("BigQuery sink: checking the CDC contract of {} failed ({}); retrying in {} ms",
-                   t.resource_name(), Describe(failed), delay->count());
+                   t.resource_name(), Describe(r.status), delay->count());
       GCP_RETURN_IF_ERROR(connector::SleepYielding(mailbox_, *delay));
     }
   }
@@ -215,9 +177,17 @@ class BigQuerySinkAdapter final
                    r.permanent ? "" : "; retrying on the recovery schedule");
       return r;
     }
+    // Reached under CREATE_NEVER too (a CDC check, a transient append failure): never create.
+    if (config_.create_disposition == CreateDisposition::kCreateNever) {
+      r.status = absl::Status(code, fmt::format("BigQuery table {} is missing or not readable "
+                                                "and create_disposition is CREATE_NEVER ({})",
+                                                t.resource_name(), live->status().message()));
+      r.permanent = true;
+      return r;
+    }
     if (config_.cdc && config_.cdc->primary_key_columns.empty()) {
       r.status = absl::FailedPreconditionError(fmt::format(
-          "BigQuery table {} disappeared and cdc_table_options declares no primary key to "
+          "BigQuery table {} is missing and cdc_table_options declares no primary key to "
           "create it with; declare primary_key_columns or create the table",
           t.resource_name()));
       r.permanent = true;

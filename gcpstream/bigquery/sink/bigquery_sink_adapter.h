@@ -56,10 +56,11 @@ struct BigQueryWriterConfig {
 //    job: they are about the schema, not a row;
 //  - transient failures are retried by the client (BigQueryWriterOptions' retry_*) and fail
 //    the job when those are spent; they never reach a failure handler;
-//  - CDC (config.cdc): before a table's first row the table is read and must declare a
-//    primary key matching cdc_table_options (VerifyCdcTable); a missing one is created with
-//    that key under CREATE_IF_NEEDED (the key must then be declared); any of these failing
-//    fails the job, after up to recovery.max_attempts tries for a rate limit or an outage;
+//  - CDC (config.cdc): before a table's first row the table is repaired as below, on the
+//    recovery schedule: read, it must declare a primary key matching cdc_table_options
+//    (VerifyCdcTable), and a missing one is created with that key under CREATE_IF_NEEDED (the
+//    key must then be declared); a permanent failure, or the schedule spent, fails the job;
+//  - a repair never creates a table under CREATE_NEVER;
 //  - exactly-once: a failure of the stream itself (kStreamFailurePayload) fails the job, and a
 //    table is released (idle, capacity) only once its position is named by a committable;
 //  - metrics tablesCreated, appendRetries, and the core's (inFlightRows, parkedRows, ...).
