@@ -108,7 +108,29 @@ class FakeSpannerStub final : public spanner::SpannerStub {
     } else {
       result.add_rows()->add_values()->set_string_value("1");
     }
+    {
+      std::lock_guard lock(held_mu_);
+      if (hold_execute_sql) {
+        held_execute_sql_.push_back(
+            [done = std::move(done), result = std::move(result)]() mutable { done(result); });
+        return;
+      }
+    }
     done(std::move(result));
+  }
+
+  // While hold_execute_sql is set, ExecuteSql answers wait until answer_held_execute_sql().
+  int held_execute_sql() {
+    std::lock_guard lock(held_mu_);
+    return static_cast<int>(held_execute_sql_.size());
+  }
+  void answer_held_execute_sql() {
+    std::vector<std::function<void()>> held;
+    {
+      std::lock_guard lock(held_mu_);
+      held.swap(held_execute_sql_);
+    }
+    for (auto& f : held) f();
   }
 
   void async_delete_session(std::string, std::chrono::milliseconds,
@@ -353,6 +375,11 @@ class FakeSpannerStub final : public spanner::SpannerStub {
   std::atomic<int> partition_calls_{0};
   std::atomic<int> sessions_created_{0};
   std::atomic<int> sessions_deleted_{0};
+  std::mutex held_mu_;
+  std::vector<std::function<void()>> held_execute_sql_;
+
+ public:
+  bool hold_execute_sql = false;  // set before the calls it should hold
 };
 
 }  // namespace gcpstream::testing

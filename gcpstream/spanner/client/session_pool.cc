@@ -69,9 +69,7 @@ void SessionPool::on_created(absl::StatusOr<std::vector<std::string>> names) {
         ++live_;
         if (shut_down_) {
           --live_;
-          later.push_back([this, name] {
-            stub_->async_delete_session(name, options_.rpc_timeout, [](absl::Status) {});
-          });
+          delete_after_shutdown_locked(name, later);
         } else if (!waiters_.empty()) {
           Waiter w = std::move(waiters_.front());
           waiters_.pop_front();
@@ -91,30 +89,37 @@ void SessionPool::release(const std::string& session) {
   std::vector<std::function<void()>> later;
   {
     std::lock_guard lock(mu_);
-    if (shut_down_) {
-      --live_;
-      later.push_back([this, session] {
-        stub_->async_delete_session(session, options_.rpc_timeout, [](absl::Status) {});
-      });
-    } else if (!waiters_.empty()) {
-      Waiter w = std::move(waiters_.front());
-      waiters_.pop_front();
-      later.push_back([w = std::move(w), session] { w(session); });
-    } else {
-      idle_.emplace_back(session, timers_->now());
-    }
+    release_locked(session, later);
   }
   for (auto& f : later) f();
+}
+
+void SessionPool::release_locked(const std::string& session,
+                                 std::vector<std::function<void()>>& later) {
+  if (shut_down_) {
+    --live_;
+    delete_after_shutdown_locked(session, later);
+  } else if (!waiters_.empty()) {
+    Waiter w = std::move(waiters_.front());
+    waiters_.pop_front();
+    later.push_back([w = std::move(w), session] { w(session); });
+  } else {
+    idle_.emplace_back(session, timers_->now());
+  }
 }
 
 void SessionPool::discard(const std::string&) {
   std::vector<std::function<void()>> later;
   {
     std::lock_guard lock(mu_);
-    --live_;
-    if (!shut_down_) maybe_create_locked(later);
+    discard_locked(later);
   }
   for (auto& f : later) f();
+}
+
+void SessionPool::discard_locked(std::vector<std::function<void()>>& later) {
+  --live_;
+  if (!shut_down_) maybe_create_locked(later);
 }
 
 void SessionPool::arm_keep_alive_locked() {
@@ -139,6 +144,7 @@ void SessionPool::keep_alive() {
       idle_.pop_front();
     }
     pings_ += static_cast<int>(stale.size());
+    pinging_ += static_cast<int>(stale.size());
     arm_keep_alive_locked();
   }
   std::weak_ptr<SessionPool> weak = weak_from_this();
@@ -148,15 +154,43 @@ void SessionPool::keep_alive() {
     request->set_sql("SELECT 1");
     stub_->async_execute_sql(std::move(request), options_.rpc_timeout,
                              [weak, session](absl::StatusOr<google::spanner::v1::ResultSet> r) {
-                               auto self = weak.lock();
-                               if (!self) return;
-                               if (!r.ok() && IsSessionNotFound(r.status())) {
-                                 self->discard(session);
-                               } else {
-                                 self->release(session);
+                               if (auto self = weak.lock()) {
+                                 self->ping_done(session, !r.ok() && IsSessionNotFound(r.status()));
                                }
                              });
   }
+}
+
+void SessionPool::ping_done(const std::string& session, bool lost) {
+  std::vector<std::function<void()>> later;
+  {
+    // One critical section: shutdown() never sees the ping finished before its session's
+    // deletion is counted.
+    std::lock_guard lock(mu_);
+    --pinging_;
+    if (lost) {
+      discard_locked(later);
+    } else {
+      release_locked(session, later);
+    }
+    deleted_.notify_all();
+  }
+  for (auto& f : later) f();
+}
+
+void SessionPool::delete_after_shutdown_locked(const std::string& session,
+                                               std::vector<std::function<void()>>& later) {
+  ++deleting_;
+  std::weak_ptr<SessionPool> weak = weak_from_this();
+  later.push_back([this, weak, session] {
+    stub_->async_delete_session(session, options_.rpc_timeout, [weak](absl::Status) {
+      if (auto self = weak.lock()) {
+        std::lock_guard lock(self->mu_);
+        --self->deleting_;
+        self->deleted_.notify_all();
+      }
+    });
+  });
 }
 
 void SessionPool::shutdown() {
@@ -187,9 +221,11 @@ void SessionPool::shutdown() {
       }
     });
   }
+  // A session out for a keep-alive ping comes back through ping_done() and release(), which
+  // deletes it; wait for the pings, then for every deletion.
   std::unique_lock lock(mu_);
-  deleted_.wait_for(lock, options_.rpc_timeout + std::chrono::seconds(1),
-                    [&] { return deleting_ <= 0; });
+  deleted_.wait_for(lock, 2 * options_.rpc_timeout + std::chrono::seconds(1),
+                    [&] { return deleting_ <= 0 && pinging_ <= 0; });
 }
 
 int SessionPool::size() const {

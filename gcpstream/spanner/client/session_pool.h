@@ -46,8 +46,9 @@ class SessionPool : public std::enable_shared_from_this<SessionPool> {
   // next demand.
   void discard(const std::string& session);
 
-  // Fails waiting callers with CANCELLED and deletes idle sessions (best effort, bounded by
-  // rpc_timeout); sessions released later are deleted as they come back. Idempotent.
+  // Fails waiting callers with CANCELLED and deletes idle sessions, including those out for a
+  // keep-alive ping (waits for the ping to answer); best effort, bounded by 2 x rpc_timeout +
+  // 1 s. Sessions a caller still holds are deleted when released. Idempotent.
   void shutdown();
 
   // Sessions alive (idle and in use), and sessions being created. Thread-safe.
@@ -61,6 +62,12 @@ class SessionPool : public std::enable_shared_from_this<SessionPool> {
   void on_created(absl::StatusOr<std::vector<std::string>> names);
   void arm_keep_alive_locked();
   void keep_alive();
+  void ping_done(const std::string& session, bool lost);
+  void release_locked(const std::string& session, std::vector<std::function<void()>>& later);
+  void discard_locked(std::vector<std::function<void()>>& later);
+  // Deletes a session after shutdown, counted in deleting_ so shutdown() can wait for it.
+  void delete_after_shutdown_locked(const std::string& session,
+                                    std::vector<std::function<void()>>& later);
 
   const std::string database_;
   std::shared_ptr<SpannerStub> stub_;
@@ -73,7 +80,8 @@ class SessionPool : public std::enable_shared_from_this<SessionPool> {
   std::deque<Waiter> waiters_;
   int live_ = 0;      // sessions that exist (idle or in use)
   int creating_ = 0;  // BatchCreateSessions calls in flight
-  int deleting_ = 0;  // DeleteSession calls in flight at shutdown
+  int deleting_ = 0;  // DeleteSession calls in flight at or after shutdown
+  int pinging_ = 0;   // keep-alive pings in flight (their sessions are out of idle_)
   int pings_ = 0;
   bool shut_down_ = false;
   std::shared_ptr<util::TimerHandle> keep_alive_timer_;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 #include "gcpstream/util/timer_thread.h"
@@ -88,6 +89,33 @@ TEST_F(SessionPoolTest, IdleSessionsArePingedAndShutdownDeletesThem) {
   absl::Status after;
   pool->acquire([&](absl::StatusOr<std::string> s) { after = s.status(); });
   EXPECT_EQ(after.code(), absl::StatusCode::kCancelled);
+}
+
+TEST_F(SessionPoolTest, ShutdownWaitsForASessionOutForAPingAndDeletesIt) {
+  // The race CI once hit: the ping took the only session out of the idle list just before
+  // shutdown(), which then found nothing to delete and returned.
+  SessionPoolOptions options;
+  options.keep_alive_interval = 20ms;
+  stub_->hold_execute_sql = true;
+  auto pool = make(options);
+  pool->release(Take(*pool));
+  const auto give_up = std::chrono::steady_clock::now() + 5s;
+  while (stub_->held_execute_sql() == 0 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_EQ(stub_->held_execute_sql(), 1) << "no keep-alive ping within 5 s";
+  std::atomic<bool> stopped{false};
+  std::thread stopper([&] {
+    pool->shutdown();
+    stopped = true;
+  });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(stopped.load()) << "shutdown returned while a session was out for its ping";
+  EXPECT_EQ(stub_->sessions_deleted(), 0) << "the session is still out for its ping";
+  stub_->answer_held_execute_sql();
+  stopper.join();
+  EXPECT_EQ(stub_->sessions_deleted(), 1) << "shutdown returned before deleting the pinged session";
+  EXPECT_EQ(pool->size(), 0);
 }
 
 }  // namespace
