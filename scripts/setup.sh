@@ -19,7 +19,7 @@ debian_packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libre2-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev libssl-dev zlib1g-dev
-  libavro-dev
+  libavro-dev libzstd-dev
   openjdk-17-jre-headless nodejs npm
   chromium
 )

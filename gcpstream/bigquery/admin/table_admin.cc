@@ -90,6 +90,48 @@ absl::StatusOr<nlohmann::json> TableAdmin::insert_table(const TableRef& t,
               &resource, "");
 }
 
+namespace {
+bool ValidJobId(const std::string& id) {
+  if (id.empty() || id.size() > 1024) return false;
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+}  // namespace
+
+absl::StatusOr<nlohmann::json> TableAdmin::insert_job(const std::string& project,
+                                                      const std::string& job_id,
+                                                      const nlohmann::json& configuration) const {
+  if (!ValidJobId(job_id)) {
+    return absl::InvalidArgumentError(
+        "a BigQuery job id is 1 to 1,024 letters, digits, underscores or dashes");
+  }
+  const nlohmann::json job = {{"jobReference", {{"projectId", project}, {"jobId", job_id}}},
+                              {"configuration", configuration}};
+  return call("POST", fmt::format("/bigquery/v2/projects/{}/jobs", project), &job, "");
+}
+
+absl::StatusOr<nlohmann::json> TableAdmin::get_job(const std::string& project,
+                                                   const std::string& job_id,
+                                                   const std::string& location) const {
+  if (!ValidJobId(job_id)) {
+    return absl::InvalidArgumentError(
+        "a BigQuery job id is 1 to 1,024 letters, digits, underscores or dashes");
+  }
+  std::string path = fmt::format("/bigquery/v2/projects/{}/jobs/{}", project, job_id);
+  if (!location.empty()) {
+    bool plain = true;
+    for (char c : location)
+      plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || c == '-');
+    if (!plain) return absl::InvalidArgumentError("a BigQuery location is letters, digits and '-'");
+    path += "?location=" + location;
+  }
+  return call("GET", path, nullptr, "");
+}
+
 absl::StatusOr<nlohmann::json> TableAdmin::patch_table(const TableRef& t,
                                                        const nlohmann::json& patch,
                                                        const std::string& etag) const {

@@ -26,8 +26,8 @@ std::string ErrorReasonOf(const absl::Status& status);
 using TableRef = connector::BigQueryTableDestination;
 
 // The BigQuery v2 REST calls the sink needs (tables.get, tables.insert, tables.patch,
-// datasets.get), JSON in and out as the REST reference shapes it. Each call is one HTTP
-// exchange bounded by `timeout`; retries are the caller's (it knows which are safe).
+// datasets.get, jobs.insert, jobs.get), JSON in and out as the REST reference shapes it. Each call
+// is one HTTP exchange bounded by `timeout`; retries are the caller's (it knows which are safe).
 //
 // Failures map HTTP statuses onto gRPC codes as Google's APIs do — 400 INVALID_ARGUMENT,
 // 401 UNAUTHENTICATED, 403 PERMISSION_DENIED (RESOURCE_EXHAUSTED when the reason is
@@ -51,6 +51,17 @@ class TableAdmin {
   // if the table's etag still matches (FAILED_PRECONDITION otherwise).
   absl::StatusOr<nlohmann::json> patch_table(const TableRef& table, const nlohmann::json& patch,
                                              const std::string& etag) const;
+
+  // jobs.insert of a job with the caller's id (letters, digits, '_' and '-', at most 1,024:
+  // the jobs.insert reference) and `configuration` (a JobConfiguration: {"load": ...} etc.).
+  // The job resource as the service answers it. ALREADY_EXISTS (reason "duplicate") when the
+  // project already has a job with that id: the caller fetches it with get_job and decides.
+  // INVALID_ARGUMENT for an id outside that charset, without calling.
+  absl::StatusOr<nlohmann::json> insert_job(const std::string& project, const std::string& job_id,
+                                            const nlohmann::json& configuration) const;
+  // jobs.get; `location` may be empty. NOT_FOUND when there is no such job.
+  absl::StatusOr<nlohmann::json> get_job(const std::string& project, const std::string& job_id,
+                                         const std::string& location) const;
 
  private:
   absl::StatusOr<nlohmann::json> call(const std::string& method, const std::string& path,

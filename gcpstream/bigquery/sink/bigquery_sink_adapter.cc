@@ -267,11 +267,7 @@ class BigQuerySinkAdapter final
 
   connector::RepairResult create(const BigQueryTableDestination& t) {
     connector::RepairResult r;
-    nlohmann::json resource = {{"schema", {{"fields", TableSchemaToJson(config_.schema)}}}};
-    const auto& o = config_.table_create_options;
-    if (!o.time_partitioning.is_null()) resource["timePartitioning"] = o.time_partitioning;
-    if (!o.clustering_fields.empty()) resource["clustering"] = {{"fields", o.clustering_fields}};
-    if (!o.description.empty()) resource["description"] = o.description;
+    nlohmann::json resource = config_.table_create_options.resource(config_.schema);
     if (config_.cdc && !config_.cdc->primary_key_columns.empty()) {
       resource["tableConstraints"] = {
           {"primaryKey", {{"columns", config_.cdc->primary_key_columns}}}};

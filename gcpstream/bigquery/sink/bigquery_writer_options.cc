@@ -50,6 +50,14 @@ absl::Status BigQueryWriterOptions::validate() const {
   return absl::OkStatus();
 }
 
+nlohmann::json TableCreateOptions::resource(const TableSchema& schema) const {
+  nlohmann::json out = {{"schema", {{"fields", TableSchemaToJson(schema)}}}};
+  if (!time_partitioning.is_null()) out["timePartitioning"] = time_partitioning;
+  if (!clustering_fields.empty()) out["clustering"] = {{"fields", clustering_fields}};
+  if (!description.empty()) out["description"] = description;
+  return out;
+}
+
 absl::Status TableCreateOptions::validate(const TableSchema& schema) const {
   auto column = [&](const std::string& name) -> const TableFieldSchema* {
     for (const auto& f : schema.fields) {

@@ -30,6 +30,9 @@ struct TableCreateOptions {
   // partitioning column are top-level columns of `schema`, the latter DATE, TIMESTAMP or
   // DATETIME, and the partitioning type is DAY, HOUR, MONTH or YEAR.
   absl::Status validate(const TableSchema& schema) const;
+  // The tables resource a table of `schema` is created with (schema, timePartitioning,
+  // clustering, description), for tables.insert.
+  nlohmann::json resource(const TableSchema& schema) const;
 };
 
 // INVALID_ARGUMENT unless `id` is a BigQuery table id: letters, digits, underscores, dashes and

@@ -9,9 +9,9 @@
 #include "absl/status/statusor.h"
 #include "gcpstream/api/versioned_serializer.h"
 
-// The FILE_LOADS write method's committable and the load plan built from committables. This is
-// the first part of FILE_LOADS; the staging writer and the committer that submits the jobs come
-// next (docs/bigquery.md, "What does not exist yet").
+// The FILE_LOADS write method's committable and the load plan built from committables
+// (LoadJobCommitter runs the plan). The staging writer that produces them is not built yet
+// (docs/bigquery.md, "What does not exist yet").
 namespace gcpstream::bigquery {
 
 // One load job references at most this many source URIs (BigQuery load-job limits).

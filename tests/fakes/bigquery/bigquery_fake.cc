@@ -38,6 +38,8 @@ absl::StatusOr<std::unique_ptr<BigQueryFake>> BigQueryFake::Start(FakeOptions op
   bigquery_fake::RegisterRestRoutes(*fake->rest_server_, fake->store_);
   fake->gcs_ = std::make_shared<gcs_fake::FakeObjectStore>();
   gcs_fake::RegisterGcsRoutes(*fake->rest_server_, fake->gcs_);
+  fake->jobs_ = std::make_shared<bigquery_fake::FakeJobs>(fake->store_, fake->gcs_);
+  bigquery_fake::RegisterJobRoutes(*fake->rest_server_, fake->jobs_);
   const int rest_bound = rest_port == 0
                              ? fake->rest_server_->bind_to_any_port(host)
                              : (fake->rest_server_->bind_to_port(host, rest_port) ? rest_port : -1);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tests/fakes/bigquery/fake_jobs.h"
 #include "tests/fakes/bigquery/fake_store.h"
 #include "tests/fakes/gcs/fake_gcs.h"
 
@@ -48,9 +49,12 @@ using bigquery_fake::FakeOptions;
 //    endpoint serves both (point a Cloud Storage client at rest_endpoint()).
 //  - Change data capture on the default stream (fake_cdc.h): upserts and deletes by primary key
 //    in _CHANGE_SEQUENCE_NUMBER order; REST tables.delete.
-// Each behaviour is pinned by tests/integration/bigquery/bigquery_fake_test.cc and
-// bigquery_read_fake_test.cc. Not served: jobs, Arrow rows, connection multiplexing (one stream per
-// AppendRows connection), default values for missing columns. Thread-safe.
+//  - REST jobs (fake_jobs.h): insert with the caller's job id (a duplicate answers 409), get,
+//    load jobs from gs:// Avro containers in the fake's Cloud Storage, copy jobs.
+// Each behaviour is pinned by tests/integration/bigquery/bigquery_fake_test.cc,
+// bigquery_read_fake_test.cc and bigquery_jobs_fake_test.cc. Not served: query jobs, Arrow rows,
+// connection multiplexing (one stream per AppendRows connection), default values for missing
+// columns. Thread-safe.
 class BigQueryFake {
  public:
   // Listens on `host` (0: any free port for either).
@@ -84,6 +88,7 @@ class BigQueryFake {
   // Cloud Storage: a bucket to upload to, and the objects (tests read staged files here).
   void add_bucket(const std::string& bucket);
   gcs_fake::FakeObjectStore& gcs() { return *gcs_; }
+  bigquery_fake::FakeJobs& jobs() { return *jobs_; }
   std::int64_t streams_created() const;
   std::int64_t rows_appended() const;  // FakeStore::rows_appended
 
@@ -93,6 +98,7 @@ class BigQueryFake {
   BigQueryFake() = default;
   std::shared_ptr<bigquery_fake::FakeStore> store_;
   std::shared_ptr<gcs_fake::FakeObjectStore> gcs_;
+  std::shared_ptr<bigquery_fake::FakeJobs> jobs_;
   std::unique_ptr<grpc::Service> write_service_;
   std::unique_ptr<grpc::Service> read_service_;
   std::unique_ptr<grpc::Server> grpc_server_;

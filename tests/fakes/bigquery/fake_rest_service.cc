@@ -17,55 +17,6 @@ constexpr std::int64_t kDefaultPageRows = 100000;
 // says (tabledata.list answers at most about 10 MB; the rest comes with pageToken).
 constexpr std::size_t kMaxPageBytes = 10 * 1000 * 1000;
 
-void Reply(httplib::Response& res, int http, const nlohmann::json& body) {
-  res.status = http;
-  // Names from the request may hold bytes that are not UTF-8: replaced, never thrown on.
-  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                  "application/json; charset=UTF-8");
-}
-
-void ReplyError(httplib::Response& res, const absl::Status& status) {
-  int http = 500;
-  std::string reason = "backendError";
-  std::string name = "INTERNAL";
-  switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
-      http = 400, reason = "invalid", name = "INVALID_ARGUMENT";
-      break;
-    case absl::StatusCode::kNotFound:
-      http = 404, reason = "notFound", name = "NOT_FOUND";
-      break;
-    case absl::StatusCode::kAlreadyExists:
-      http = 409, reason = "duplicate", name = "ALREADY_EXISTS";
-      break;
-    case absl::StatusCode::kFailedPrecondition:
-      http = 412, reason = "conditionNotMet", name = "FAILED_PRECONDITION";
-      break;
-    default:
-      break;
-  }
-  const std::string message(status.message());
-  Reply(res, http,
-        {{"error",
-          {{"code", http},
-           {"message", message},
-           {"status", name},
-           {"errors", {{{"reason", reason}, {"message", message}, {"domain", "global"}}}}}}});
-}
-
-// The request body as JSON (an empty body is an empty object).
-absl::StatusOr<nlohmann::json> Body(const httplib::Request& req) {
-  if (req.body.size() > kMaxBodyBytes) {
-    return absl::InvalidArgumentError("Request body exceeds 10 MB");
-  }
-  if (req.body.empty()) return nlohmann::json::object();
-  auto body = util::ParseJsonBounded(req.body, kMaxJsonDepth);
-  if (!body.ok() || !body->is_object()) {
-    return absl::InvalidArgumentError("The request body is not a JSON object");
-  }
-  return body;
-}
-
 nlohmann::json Cell(const nlohmann::json& value, const Field& field);
 
 nlohmann::json Record(const nlohmann::json& row, const Schema& schema) {
@@ -99,16 +50,16 @@ nlohmann::json Cell(const nlohmann::json& value, const Field& field) {
 template <typename F>
 auto Handle(std::shared_ptr<FakeStore> store, F f) {
   return [store = std::move(store), f](const httplib::Request& req, httplib::Response& res) {
-    auto body = Body(req);
-    if (!body.ok()) return ReplyError(res, body.status());
+    auto body = ParseRestBody(req);
+    if (!body.ok()) return ReplyStatus(res, body.status());
     absl::StatusOr<nlohmann::json> out;
     try {  // a field of the wrong JSON type in a request is the caller's mistake: 400
       out = f(*store, req, *body);
     } catch (const nlohmann::json::exception& e) {
       out = absl::InvalidArgumentError(std::string("malformed request: ") + e.what());
     }
-    if (!out.ok()) return ReplyError(res, out.status());
-    Reply(res, 200, *out);
+    if (!out.ok()) return ReplyStatus(res, out.status());
+    ReplyJson(res, 200, *out);
   };
 }
 
@@ -119,6 +70,55 @@ std::int64_t Param(const httplib::Request& req, const char* name, std::int64_t f
 }
 
 }  // namespace
+
+void ReplyJson(httplib::Response& res, int http, const nlohmann::json& body) {
+  res.status = http;
+  // Names from the request may hold bytes that are not UTF-8: replaced, never thrown on.
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                  "application/json; charset=UTF-8");
+}
+
+void ReplyStatus(httplib::Response& res, const absl::Status& status) {
+  int http = 500;
+  std::string reason = "backendError";
+  std::string name = "INTERNAL";
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+      http = 400, reason = "invalid", name = "INVALID_ARGUMENT";
+      break;
+    case absl::StatusCode::kNotFound:
+      http = 404, reason = "notFound", name = "NOT_FOUND";
+      break;
+    case absl::StatusCode::kAlreadyExists:
+      http = 409, reason = "duplicate", name = "ALREADY_EXISTS";
+      break;
+    case absl::StatusCode::kFailedPrecondition:
+      http = 412, reason = "conditionNotMet", name = "FAILED_PRECONDITION";
+      break;
+    default:
+      break;
+  }
+  const std::string message(status.message());
+  ReplyJson(res, http,
+            {{"error",
+              {{"code", http},
+               {"message", message},
+               {"status", name},
+               {"errors", {{{"reason", reason}, {"message", message}, {"domain", "global"}}}}}}});
+}
+
+// The request body as JSON (an empty body is an empty object).
+absl::StatusOr<nlohmann::json> ParseRestBody(const httplib::Request& req) {
+  if (req.body.size() > kMaxBodyBytes) {
+    return absl::InvalidArgumentError("Request body exceeds 10 MB");
+  }
+  if (req.body.empty()) return nlohmann::json::object();
+  auto body = util::ParseJsonBounded(req.body, kMaxJsonDepth);
+  if (!body.ok() || !body->is_object()) {
+    return absl::InvalidArgumentError("The request body is not a JSON object");
+  }
+  return body;
+}
 
 nlohmann::json ToTableDataRow(const nlohmann::json& row, const Schema& schema) {
   return Record(row, schema);

@@ -31,6 +31,14 @@ namespace gcpstream::testing::bigquery_fake {
 // JSON nested deeper than 64 levels answer 400.
 void RegisterRestRoutes(httplib::Server& server, std::shared_ptr<FakeStore> store);
 
+// The REST answer helpers every BigQuery fake route shares: a JSON body with an HTTP status
+// (invalid UTF-8 replaced); a status as the v2 error body (see above: INVALID_ARGUMENT 400,
+// NOT_FOUND 404, ALREADY_EXISTS 409, FAILED_PRECONDITION 412, anything else 500); and the
+// request body as a JSON object (empty: {}), INVALID_ARGUMENT over 10 MB or 64 levels.
+void ReplyJson(httplib::Response& res, int http, const nlohmann::json& body);
+void ReplyStatus(httplib::Response& res, const absl::Status& status);
+absl::StatusOr<nlohmann::json> ParseRestBody(const httplib::Request& req);
+
 // A visible row (RowDecoder's shape) in tabledata.list's shape for `schema`.
 nlohmann::json ToTableDataRow(const nlohmann::json& row, const Schema& schema);
 

@@ -214,6 +214,34 @@ absl::Status FakeStore::insert_rows(const std::string& table_path,
   return absl::OkStatus();
 }
 
+absl::Status FakeStore::load_rows(const std::string& table_path, std::vector<nlohmann::json> rows,
+                                  const std::string& write_disposition,
+                                  const Schema* replace_schema) {
+  std::lock_guard lock(mu_);
+  auto it = tables_.find(table_path);
+  if (it == tables_.end()) {
+    return absl::NotFoundError(fmt::format("Not found: Table {}", table_path.substr(0, 1100)));
+  }
+  Table& t = it->second;
+  if (write_disposition == "WRITE_EMPTY" && !t.rows.empty()) {
+    return absl::FailedPreconditionError(
+        fmt::format("Already Exists: Table {} is not empty (WRITE_EMPTY)", table_path));
+  }
+  if (write_disposition == "WRITE_TRUNCATE") {
+    t.rows.clear();
+    t.row_times.clear();
+    t.cdc = CdcLedger();
+    if (replace_schema != nullptr) {
+      t.schema = *replace_schema;
+      t.schema_version = ++schema_versions_;
+      ++t.etag;
+    }
+  }
+  rows_appended_ += static_cast<std::int64_t>(rows.size());
+  for (auto& r : rows) make_visible(t, std::move(r));
+  return absl::OkStatus();
+}
+
 nlohmann::json FakeStore::table_json(const std::string& path, const Table& t) const {
   nlohmann::json out = t.resource;
   out["kind"] = "bigquery#table";

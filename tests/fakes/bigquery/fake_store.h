@@ -136,6 +136,12 @@ class FakeStore {
                         std::vector<nlohmann::json>* rows) const;
   // Tests and the fake binary: rows (RowDecoder's JSON shape, not checked) made visible now.
   absl::Status insert_rows(const std::string& table_path, std::vector<nlohmann::json> rows);
+  // A load job landing (fake_jobs.h), all under one lock: "WRITE_EMPTY" refuses a table that
+  // has rows (FAILED_PRECONDITION), "WRITE_TRUNCATE" drops every row and, with
+  // `replace_schema`, replaces the schema (a new schema version); then all rows are visible at
+  // once. NOT_FOUND for a missing table.
+  absl::Status load_rows(const std::string& table_path, std::vector<nlohmann::json> rows,
+                         const std::string& write_disposition, const Schema* replace_schema);
 
   // Whether the next ReadRows that reaches read_fail_after_rows fails (read_fail_count of them
   // after each set_options).

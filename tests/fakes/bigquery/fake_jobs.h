@@ -1,0 +1,80 @@
+#ifndef GCPSTREAM_TESTS_FAKES_BIGQUERY_FAKE_JOBS_H_
+#define GCPSTREAM_TESTS_FAKES_BIGQUERY_FAKE_JOBS_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "tests/fakes/bigquery/fake_store.h"
+#include "tests/fakes/gcs/fake_gcs.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace gcpstream::testing::bigquery_fake {
+
+// BigQuery v2 jobs, after the public REST reference ("jobs.insert", "jobs.get", "Job",
+// "JobConfigurationLoad", "JobConfigurationTableCopy") and "Running jobs programmatically":
+//   POST /bigquery/v2/projects/P/jobs           jobs.insert
+//   GET  /bigquery/v2/projects/P/jobs/ID        jobs.get (?location= accepted)
+//   POST /fake/v1/jobs:options  {"pollsUntilDone": N, "loseInsertResponses": N}
+// - A job id is the caller's (jobReference.jobId: letters, digits, '_' and '-', at most 1,024
+//   characters) or generated. An id already used in the project answers 409 (reason
+//   "duplicate", "Already Exists: Job P:LOCATION.ID") and leaves the existing job untouched; it
+//   can still be fetched. A configuration the service refuses up front answers 400.
+// - A job answers state RUNNING to its first `pollsUntilDone` jobs.get calls [1] and is DONE
+//   from then on; its work happens, all at once, when it turns DONE (so rows land only then).
+//   A failed job is DONE with status.errorResult {reason, message} and status.errors.
+// - load: sourceFormat AVRO only (the fake reads nothing else; 400 otherwise), at most 10,000
+//   sourceUris, each an exact gs://BUCKET/OBJECT of the fake's Cloud Storage (a wildcard is
+//   refused: the connector never uses one), read with ReadAvroForLoad (useAvroLogicalTypes);
+//   writeDisposition WRITE_APPEND (default), WRITE_TRUNCATE (the job's schema, when given,
+//   replaces the table's) or WRITE_EMPTY; createDisposition CREATE_IF_NEEDED (default; the
+//   fake needs configuration.load.schema to create) or CREATE_NEVER. Any file missing
+//   (reason notFound) or unreadable (reason invalid) fails the whole job: no row lands.
+//   statistics.load carries inputFiles and outputRows.
+// - copy: sourceTables (or sourceTable) to destinationTable, the same dispositions; the
+//   destination gets the first source's schema when created or truncated.
+// - query jobs are not implemented (400).
+// `loseInsertResponses` N: the next N inserts create their job and then answer 503 as if the
+// response were lost. Thread-safe.
+class FakeJobs {
+ public:
+  FakeJobs(std::shared_ptr<FakeStore> store, std::shared_ptr<gcs_fake::FakeObjectStore> gcs);
+
+  absl::StatusOr<nlohmann::json> insert(const std::string& project, const nlohmann::json& body);
+  absl::StatusOr<nlohmann::json> get(const std::string& project, const std::string& job_id);
+  void set_options(int polls_until_done, int lose_insert_responses);
+  // Jobs created so far (inserts answered 409 not counted).
+  int jobs_created() const;
+
+ private:
+  struct Job {
+    nlohmann::json resource;
+    int polls = 0;
+    bool done = false;
+  };
+  void run(Job& job);
+  absl::StatusOr<std::int64_t> run_load(const nlohmann::json& load, const std::string& project,
+                                        std::int64_t* files);
+  absl::StatusOr<std::int64_t> run_copy(const nlohmann::json& copy, const std::string& project);
+
+  std::shared_ptr<FakeStore> store_;
+  std::shared_ptr<gcs_fake::FakeObjectStore> gcs_;
+  mutable std::mutex mu_;
+  std::map<std::string, Job> jobs_;  // "P/ID"
+  int polls_until_done_ = 1;
+  int lose_insert_responses_ = 0;
+  int created_ = 0;
+  std::int64_t generated_ = 0;
+};
+
+void RegisterJobRoutes(httplib::Server& server, std::shared_ptr<FakeJobs> jobs);
+
+}  // namespace gcpstream::testing::bigquery_fake
+
+#endif  // GCPSTREAM_TESTS_FAKES_BIGQUERY_FAKE_JOBS_H_
