@@ -12,8 +12,8 @@
 namespace gcpstream::bench {
 
 // The in-repo BigQuery fake (build/tests/bigquery_fake) as a child process, so a benchmark
-// measures only the client's CPU. Started with dataset bench:bench; exits the benchmark when the
-// fake does not come up.
+// measures only the client's CPU. Started with dataset bench:bench and Cloud Storage bucket
+// bench-staging; exits the benchmark when the fake does not come up.
 struct BigQueryFakeProcess {
   pid_t pid = 0;
   std::string grpc;  // host:port
@@ -27,7 +27,7 @@ struct BigQueryFakeProcess {
       dup2(out[1], STDOUT_FILENO);
       close(out[0]);
       execl(path, path, "--grpc-port", "0", "--rest-port", "0", "--dataset", "bench:bench",
-            static_cast<char*>(nullptr));
+            "--bucket", "bench-staging", static_cast<char*>(nullptr));
       _exit(127);
     }
     close(out[1]);

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "bench/bench_util.h"
+#include "bench/bigquery_bench_rows.h"
 #include "bench/bigquery_fake_process.h"
 #include "gcpstream/bigquery/admin/table_admin.h"
 #include "gcpstream/bigquery/schema/writer_descriptor.h"
@@ -38,28 +39,14 @@ namespace storage = google::cloud::bigquery::storage::v1;
 
 constexpr int kWindow = 100;
 constexpr std::int64_t kRequestBytes = 512 * 1024;
-const std::string kPayload(64, 'p');
 
 using Fake = gcpstream::bench::BigQueryFakeProcess;
 
 Fake StartFake() { return Fake::Start(BIGQUERY_FAKE_PATH); }
 
-bq::TableSchema Schema() {
-  return *bq::TableSchemaFromJson(nlohmann::json::parse(R"([
-    {"name": "n", "type": "INT64", "mode": "REQUIRED"},
-    {"name": "code", "type": "STRING"},
-    {"name": "payload", "type": "STRING"}])"));
-}
-
-absl::StatusOr<std::optional<nlohmann::json>> Row(const std::int64_t& n) {
-  return std::optional<nlohmann::json>(
-      nlohmann::json{{"n", n}, {"code", "c" + std::to_string(n % 97)}, {"payload", kPayload}});
-}
-
+bq::TableSchema Schema() { return gcpstream::bench::BigQueryBenchSchema(); }
 bq::BigQuerySerializationSchema<std::int64_t> Serializer() {
-  auto s = bq::BigQuerySerializationSchema<std::int64_t>::json(Schema(), Row);
-  if (!s.ok()) std::exit(1);
-  return *s;
+  return gcpstream::bench::BigQueryBenchSerializer();
 }
 
 // The baseline: rows encoded by the same serializer, batched to the same request size, sent on

@@ -92,6 +92,12 @@ class CommittingSinkWriter : public virtual SinkWriter<T> {
  public:
   // After flush(): what the next committer run must make visible.
   virtual absl::StatusOr<std::vector<CommT>> prepare_commit() = 0;
+  // The same, told which checkpoint the committables belong to (kEndOfInputCheckpoint,
+  // INT64_MAX, for the end of a bounded input): what the runtime calls. A writer whose
+  // committables name their checkpoint (FILE_LOADS job ids carry it) overrides this one.
+  virtual absl::StatusOr<std::vector<CommT>> prepare_commit_at(std::int64_t /*checkpoint_id*/) {
+    return prepare_commit();
+  }
 };
 
 // One committable handed to Committer::commit(), with the committer's verdict on it.

@@ -20,6 +20,11 @@ class CheckpointedWriterState {
   virtual ~CheckpointedWriterState() = default;
   // One call per checkpoint, after flush(): what became committable since the last call.
   virtual std::vector<CommT> prepare_commit() = 0;
+  // The same, knowing the checkpoint (CommittingSinkWriter::prepare_commit_at); by default
+  // the checkpoint is not needed.
+  virtual std::vector<CommT> prepare_commit_at(std::int64_t /*checkpoint_id*/) {
+    return prepare_commit();
+  }
   // Where a restored writer resumes.
   virtual std::vector<StateT> snapshot() const = 0;
 };
@@ -45,6 +50,10 @@ class CommittingSinkWriterFront final : public StatefulSinkWriter<T, StateT>,
   absl::StatusOr<std::vector<CommT>> prepare_commit() override {
     if (!state_) return std::vector<CommT>();
     return state_->prepare_commit();
+  }
+  absl::StatusOr<std::vector<CommT>> prepare_commit_at(std::int64_t checkpoint_id) override {
+    if (!state_) return std::vector<CommT>();
+    return state_->prepare_commit_at(checkpoint_id);
   }
   absl::StatusOr<std::vector<StateT>> snapshot_state(std::int64_t) override {
     if (!state_) return std::vector<StateT>();

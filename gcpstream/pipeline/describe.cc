@@ -185,13 +185,20 @@ std::string SinkLine(const PipelineSpec& spec) {
       cols += fmt::format(" {} {} {}", f.name, bigquery::FieldTypeName(f.type),
                           bigquery::FieldModeName(f.mode));
     }
-    const bool exactly_once = q->write_method == bigquery::WriteMethod::kStorageApiExactlyOnce;
+    std::string method = "default stream, at least once";
+    if (q->write_method == bigquery::WriteMethod::kStorageApiExactlyOnce) {
+      method = "BUFFERED streams flushed when a checkpoint completes, exactly once";
+    } else if (q->file_loads) {
+      method = fmt::format(
+          "Avro files staged under {} and loaded by {} load jobs when a checkpoint "
+          "completes, exactly once",
+          q->file_loads->staging_path,
+          bigquery::WriteDispositionName(q->file_loads->write_disposition));
+    }
     return fmt::format(
         "bigquery {} ({}), the record's fields as columns{} (other fields not written), {}{}",
         connector::BigQueryTableDestination::of(q->project, q->dataset, q->table).resource_name(),
-        exactly_once ? "BUFFERED streams flushed when a checkpoint completes, exactly once"
-                     : "default stream, at least once",
-        cols, q->create_if_needed ? "table created if missing" : "table must exist",
+        method, cols, q->create_if_needed ? "table created if missing" : "table must exist",
         q->emulator_endpoint ? ", emulator " + *q->emulator_endpoint : "");
   }
   if (const auto* s = std::get_if<SpannerSinkSpec>(&spec.sink)) {

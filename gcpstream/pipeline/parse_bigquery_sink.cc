@@ -88,11 +88,39 @@ BigQuerySinkSpec ParseBigQuerySink(YamlMap& m) {
   if (!spec.schema.fields.empty()) {
     m.check("schema", bigquery::ValidateTableSchema(spec.schema));
   }
-  spec.write_method = m.choice("write_method", "STORAGE_API_AT_LEAST_ONCE",
-                               {"STORAGE_API_AT_LEAST_ONCE", "STORAGE_API_EXACTLY_ONCE"}) ==
-                              "STORAGE_API_EXACTLY_ONCE"
+  const std::string method =
+      m.choice("write_method", "STORAGE_API_AT_LEAST_ONCE",
+               {"STORAGE_API_AT_LEAST_ONCE", "STORAGE_API_EXACTLY_ONCE", "FILE_LOADS"});
+  spec.write_method = method == "STORAGE_API_EXACTLY_ONCE"
                           ? bigquery::WriteMethod::kStorageApiExactlyOnce
-                          : bigquery::WriteMethod::kStorageApiAtLeastOnce;
+                      : method == "FILE_LOADS" ? bigquery::WriteMethod::kFileLoads
+                                               : bigquery::WriteMethod::kStorageApiAtLeastOnce;
+  if (m.has("file_loads") || spec.write_method == bigquery::WriteMethod::kFileLoads) {
+    YamlMap f = m.map("file_loads");
+    bigquery::FileLoadsOptions o;
+    if (spec.write_method == bigquery::WriteMethod::kFileLoads) {
+      o.staging_path = f.required_string("staging_path");
+    } else {
+      o.staging_path = f.string("staging_path", "");
+      m.check("file_loads",
+              absl::InvalidArgumentError("file_loads is read only with write_method: FILE_LOADS"));
+    }
+    auto disposition = bigquery::ParseWriteDisposition(f.choice(
+        "write_disposition", "WRITE_APPEND", {"WRITE_APPEND", "WRITE_TRUNCATE", "WRITE_EMPTY"}));
+    if (disposition.ok()) o.write_disposition = *disposition;
+    o.min_checkpoint_interval =
+        f.duration("min_checkpoint_interval", o.min_checkpoint_interval,
+                   DurationRange{std::chrono::milliseconds(0), std::chrono::hours(24), true});
+    o.max_staging_file_bytes = f.integer("max_staging_file_bytes", o.max_staging_file_bytes,
+                                         IntRange{1LL << 20, 1LL << 40});
+    o.load_job_poll_initial_backoff =
+        f.duration("load_job_poll_initial_backoff", o.load_job_poll_initial_backoff, kShortDelay);
+    o.load_job_poll_max_backoff =
+        f.duration("load_job_poll_max_backoff", o.load_job_poll_max_backoff, kShortDelay);
+    f.finish();
+    if (!o.staging_path.empty()) m.check("file_loads", o.validate());
+    if (spec.write_method == bigquery::WriteMethod::kFileLoads) spec.file_loads = o;
+  }
   spec.create_if_needed = m.choice("create_disposition", "CREATE_IF_NEEDED",
                                    {"CREATE_IF_NEEDED", "CREATE_NEVER"}) == "CREATE_IF_NEEDED";
   {

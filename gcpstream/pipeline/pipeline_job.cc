@@ -318,6 +318,12 @@ absl::Status AttachBigQuery(const BigQuerySinkSpec& sink,
       .failure_handler(std::move(handler));
   if (sink.emulator_rest_endpoint) builder.emulator_rest_endpoint(*sink.emulator_rest_endpoint);
   ApplyConnection(builder, sink);
+  if (sink.file_loads) {
+    builder.file_loads_options(*sink.file_loads);
+    GCP_ASSIGN_OR_RETURN(auto built, builder.build_file_loads());
+    stream.sink_to(std::move(built), kSinkNode);
+    return absl::OkStatus();
+  }
   return BuildAndAttach(builder, stream);
 }
 

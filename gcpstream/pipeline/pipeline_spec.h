@@ -13,6 +13,7 @@
 #include "gcpstream/bigquery/schema/schema_reconciliation.h"
 #include "gcpstream/bigquery/schema/table_schema.h"
 #include "gcpstream/bigquery/sink/bigquery_writer_options.h"
+#include "gcpstream/bigquery/sink/file_loads_options.h"
 #include "gcpstream/bigtable/admin/table_create_options.h"
 #include "gcpstream/bigtable/changestream/change_stream_options.h"
 #include "gcpstream/bigtable/sink/bigtable_writer_options.h"
@@ -296,17 +297,20 @@ struct SpannerSinkSpec {
   spanner::SpannerWriterOptions writer_options;
 };
 
-// A BigQuery table written through the Storage Write API's default stream (at least once).
-// Each record's fields are its row: the columns of `schema` are taken from them (a field the
-// schema lacks is not written), strictly typed (bigquery/schema/json_row_encoder.h).
+// A BigQuery table written by one of the sink's write methods. Each record's fields are its
+// row: the columns of `schema` are taken from them (a field the schema lacks is not written),
+// strictly typed (bigquery/schema/json_row_encoder.h).
 struct BigQuerySinkSpec {
   std::string project;
   std::string dataset;
   std::string table;
   bigquery::TableSchema schema;
-  // STORAGE_API_AT_LEAST_ONCE (the default stream) or STORAGE_API_EXACTLY_ONCE (BUFFERED
-  // streams flushed when a checkpoint completes; needs checkpointing).
+  // STORAGE_API_AT_LEAST_ONCE (the default stream), STORAGE_API_EXACTLY_ONCE (BUFFERED
+  // streams flushed when a checkpoint completes) or FILE_LOADS (Avro files staged on Cloud
+  // Storage, loaded by load jobs when a checkpoint completes); the last two need checkpointing.
   bigquery::WriteMethod write_method = bigquery::WriteMethod::kStorageApiAtLeastOnce;
+  // FILE_LOADS only (and required by it): the `file_loads` mapping.
+  std::optional<bigquery::FileLoadsOptions> file_loads;
   bool create_if_needed = true;  // create_disposition
   bigquery::TableCreateOptions table_create_options;
   bigquery::SchemaUpdateOptions schema_update_options;

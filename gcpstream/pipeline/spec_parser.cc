@@ -1,6 +1,7 @@
 #include "gcpstream/pipeline/spec_parser.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <fstream>
@@ -218,6 +219,43 @@ absl::StatusOr<PipelineSpec> ParsePipelineSpec(const std::string& text,
       ctx.fail(std::as_const(root)["sink"].Mark(), "sink.write_method",
                "STORAGE_API_EXACTLY_ONCE makes rows visible when a checkpoint completes and "
                "resumes from it after a crash: set checkpointing.interval and checkpointing.dir");
+    }
+    if (const auto* bq = std::get_if<BigQuerySinkSpec>(&spec.sink);
+        bq != nullptr && bq->file_loads) {
+      const bool checkpointing = spec.checkpointing.interval.count() > 0;
+      const bool streaming_source =
+          std::holds_alternative<PubSubSourceSpec>(spec.source) ||
+          std::holds_alternative<SpannerChangeStreamSourceSpec>(spec.source) ||
+          std::holds_alternative<BigtableChangeStreamSourceSpec>(spec.source);
+      const auto& loads = *bq->file_loads;
+      if (checkpointing && spec.checkpointing.dir.empty()) {
+        ctx.fail(std::as_const(root)["sink"].Mark(), "sink.write_method",
+                 "FILE_LOADS keeps the staged files of a checkpoint in it until their load "
+                 "succeeded: set checkpointing.dir");
+      } else if (!checkpointing && streaming_source) {
+        ctx.fail(std::as_const(root)["sink"].Mark(), "sink.write_method",
+                 "FILE_LOADS loads each completed checkpoint's files: an unbounded source "
+                 "without checkpointing would stage files forever; set checkpointing.interval "
+                 "and checkpointing.dir");
+      } else if (checkpointing &&
+                 loads.write_disposition != bigquery::WriteDisposition::kWriteAppend) {
+        ctx.fail(std::as_const(root)["sink"].Mark(), "sink.file_loads.write_disposition",
+                 "with checkpointing every checkpoint is a load: only WRITE_APPEND makes sense "
+                 "(WRITE_TRUNCATE and WRITE_EMPTY are for a bounded job without checkpointing)");
+      } else if (checkpointing && spec.checkpointing.interval < loads.min_checkpoint_interval) {
+        ctx.fail(std::as_const(root)["checkpointing"].Mark(), "checkpointing.interval",
+                 fmt::format("{} ms is below sink.file_loads.min_checkpoint_interval ({} ms): each "
+                             "checkpoint makes at least one load job and BigQuery allows 1,500 "
+                             "per table per day; lower min_checkpoint_interval only for a "
+                             "short-lived job",
+                             spec.checkpointing.interval.count(),
+                             loads.min_checkpoint_interval.count()));
+      } else if (checkpointing && spec.checkpointing.interval < std::chrono::minutes(5)) {
+        spdlog::warn(
+            "bigquery sink: FILE_LOADS with a checkpoint every {} ms makes more than 288 "
+            "load jobs per table per day (BigQuery allows 1,500)",
+            spec.checkpointing.interval.count());
+      }
     }
     if (std::holds_alternative<BigtableSinkSpec>(spec.sink) && !spec.transform.to_bigtable) {
       ctx.fail(std::as_const(root)["sink"].Mark(), "transform.to_bigtable",

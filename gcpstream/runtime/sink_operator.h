@@ -1,6 +1,8 @@
 #ifndef GCPSTREAM_RUNTIME_SINK_OPERATOR_H_
 #define GCPSTREAM_RUNTIME_SINK_OPERATOR_H_
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -10,14 +12,11 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
-
-#include "gcpstream/util/absl_fmt.h"
-
 #include "gcpstream/api/sink.h"
 #include "gcpstream/api/status_macros.h"
 #include "gcpstream/runtime/output.h"
 #include "gcpstream/runtime/stream_operator.h"
+#include "gcpstream/util/absl_fmt.h"
 
 namespace gcpstream::runtime {
 
@@ -28,9 +27,13 @@ inline constexpr char kCommittablesList[] = "committables";
 inline constexpr std::int64_t kEndOfInputCheckpoint = std::numeric_limits<std::int64_t>::max();
 
 template <typename SinkT>
-concept HasWriterState = requires { typename SinkT::writer_state_type; };
+concept HasWriterState = requires {
+  typename SinkT::writer_state_type;
+};
 template <typename SinkT>
-concept HasCommitter = requires { typename SinkT::committable_type; };
+concept HasCommitter = requires {
+  typename SinkT::committable_type;
+};
 
 template <typename SinkT>
 struct WriterStateOf {
@@ -195,14 +198,13 @@ class SinkWriterOperator final : public StreamOperator,
 
   absl::Status prepare_commit(std::int64_t checkpoint_id) {
     if constexpr (HasCommitter<SinkT>) {
-      auto* committing =
-          dynamic_cast<CommittingSinkWriter<T, Committable>*>(writer_.get());
+      auto* committing = dynamic_cast<CommittingSinkWriter<T, Committable>*>(writer_.get());
       if (committing == nullptr) {
-        return absl::FailedPreconditionError(fmt::format(
-            "sink '{}' has a committer but its writer is not a CommittingSinkWriter",
-            ctx_.operator_name));
+        return absl::FailedPreconditionError(
+            fmt::format("sink '{}' has a committer but its writer is not a CommittingSinkWriter",
+                        ctx_.operator_name));
       }
-      GCP_ASSIGN_OR_RETURN(auto committables, committing->prepare_commit());
+      GCP_ASSIGN_OR_RETURN(auto committables, committing->prepare_commit_at(checkpoint_id));
       auto& slot = pending_[checkpoint_id];
       for (auto& c : committables) slot.push_back(std::move(c));
     }
@@ -236,10 +238,9 @@ class SinkWriterOperator final : public StreamOperator,
               break;
             case CommitRequest<Committable>::Outcome::kFailedKnown:
             case CommitRequest<Committable>::Outcome::kFailedUnknown:
-              return r.failure().ok()
-                         ? absl::InternalError(fmt::format("sink '{}': commit failed",
-                                                           ctx_.operator_name))
-                         : r.failure();
+              return r.failure().ok() ? absl::InternalError(fmt::format("sink '{}': commit failed",
+                                                                        ctx_.operator_name))
+                                      : r.failure();
           }
         }
         if (again.empty()) return absl::OkStatus();

@@ -3,6 +3,8 @@
 // delayed ones) against the in-repo fake, which survives the job: the job is killed with
 // SIGKILL at random moments and restored with --restore each time until it finishes.
 // STORAGE_API_EXACTLY_ONCE (20 kills): the table holds exactly 20,000 rows, each flight once.
+// FILE_LOADS (10 kills; Avro files staged on the fake's Cloud Storage, loaded by load jobs when
+// a checkpoint completes): exactly 20,000 rows, each flight once.
 // STORAGE_API_AT_LEAST_ONCE (5 kills): every flight at least once.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -32,12 +34,26 @@ using namespace std::chrono_literals;
 constexpr char kTable[] = "projects/gcpstream-e2e/datasets/flights/tables/all_flights";
 constexpr std::int64_t kFlights = 20000;
 
-class BigQueryKillTest : public ::testing::TestWithParam<bool> {
+enum class Method { kExactlyOnce, kAtLeastOnce, kFileLoads };
+
+const char* MethodName(Method m) {
+  switch (m) {
+    case Method::kExactlyOnce:
+      return "STORAGE_API_EXACTLY_ONCE";
+    case Method::kFileLoads:
+      return "FILE_LOADS";
+    case Method::kAtLeastOnce:
+      break;
+  }
+  return "STORAGE_API_AT_LEAST_ONCE";
+}
+
+class BigQueryKillTest : public ::testing::TestWithParam<Method> {
  protected:
   void SetUp() override {
-    const bool exactly_once = GetParam();
+    const Method method = GetParam();
     dir_ = fs::temp_directory_path() /
-           fmt::format("gcpstream-bigquery-e2e-{}-{}", getpid(), exactly_once ? "eo" : "alo");
+           fmt::format("gcpstream-bigquery-e2e-{}-{}", getpid(), static_cast<int>(method));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     testing::FakeOptions options;
@@ -48,6 +64,17 @@ class BigQueryKillTest : public ::testing::TestWithParam<bool> {
     ASSERT_TRUE(fake.ok()) << fake.status();
     fake_ = std::move(*fake);
     ASSERT_TRUE(fake_->add_dataset("gcpstream-e2e", "flights").ok());
+    fake_->add_bucket("staging");
+    // FILE_LOADS: every upload takes 40 ms and a writer holds at most 8 KB of rows before it
+    // finishes its file (the in-flight cap flushes it), so an unkilled run takes seconds.
+    fake_->gcs().set_upload_latency(40ms);
+    const std::string file_loads = method == Method::kFileLoads ? R"(  file_loads:
+    staging_path: gs://staging/e2e
+    min_checkpoint_interval: 0s
+    load_job_poll_initial_backoff: 20ms
+    load_job_poll_max_backoff: 100ms
+)"
+                                                                : "";
     const fs::path data =
         fs::path(GCPSTREAM_SOURCE_DIR) / ".deps/vega-datasets-3.2.1/data/flights-20k.json";
     ASSERT_TRUE(fs::exists(data)) << data << " (scripts/setup.sh fetches it)";
@@ -77,15 +104,17 @@ sink:
     - {{name: distance, type: INT64}}
   emulator_endpoint: {}
   emulator_rest_endpoint: {}
-  writer_options:
+{}  writer_options:
     max_append_request_bytes: 4096
+    max_in_flight_bytes: {}
 checkpointing:
   interval: 200ms
   dir: {}
 failure_handler: fail
 )",
-        data.string(), exactly_once ? "STORAGE_API_EXACTLY_ONCE" : "STORAGE_API_AT_LEAST_ONCE",
-        fake_->grpc_endpoint(), fake_->rest_endpoint(), (dir_ / "chk").string());
+        data.string(), MethodName(method), fake_->grpc_endpoint(), fake_->rest_endpoint(),
+        file_loads, method == Method::kFileLoads ? 8000 : 64 * 1024 * 1024,
+        (dir_ / "chk").string());
   }
   void TearDown() override {
     if (!HasFailure()) fs::remove_all(dir_);
@@ -139,12 +168,14 @@ failure_handler: fail
 };
 
 TEST_P(BigQueryKillTest, KilledAndRestoredRunsWriteEveryFlight) {
-  const bool exactly_once = GetParam();
+  const Method method = GetParam();
+  const bool exactly_once = method != Method::kAtLeastOnce;
   const unsigned seed = static_cast<unsigned>(std::random_device()());
   std::printf("random seed %u\n", seed);
   std::fflush(stdout);  // a forked child would flush an inherited copy of the buffer again
   std::mt19937 rng(seed);
-  const int landed = RunWithKills(exactly_once ? 20 : 5, rng);
+  const int kills = method == Method::kExactlyOnce ? 20 : method == Method::kFileLoads ? 10 : 5;
+  const int landed = RunWithKills(kills, rng);
   if (HasFailure()) return;
   auto rows = fake_->rows(kTable);
   ASSERT_TRUE(rows.ok()) << rows.status();
@@ -159,28 +190,44 @@ TEST_P(BigQueryKillTest, KilledAndRestoredRunsWriteEveryFlight) {
       duplicated += it->second - 1;
     }
   }
-  std::printf("%s: %d kills landed; %zu rows, %lld appended in all, %lld streams created\n",
-              exactly_once ? "exactly once" : "at least once", landed, rows->size(),
-              static_cast<long long>(fake_->rows_appended()),
-              static_cast<long long>(fake_->streams_created()));
+  std::printf(
+      "%s: %d kills landed; %zu rows, %lld appended or loaded in all, %lld streams created, "
+      "%d load jobs, %lld staged objects left\n",
+      MethodName(method), landed, rows->size(), static_cast<long long>(fake_->rows_appended()),
+      static_cast<long long>(fake_->streams_created()), fake_->jobs().jobs_created(),
+      static_cast<long long>(fake_->gcs().object_count()));
   std::fflush(stdout);
-  EXPECT_GE(landed, exactly_once ? 10 : 3) << "the job finished before enough kills landed";
+  EXPECT_GE(landed, method == Method::kAtLeastOnce ? 3 : 10)
+      << "the job finished before enough kills landed";
   EXPECT_EQ(per_seq.size(), static_cast<std::size_t>(kFlights)) << "rows for unknown flights";
   EXPECT_EQ(lost, 0);
   if (exactly_once) {
     EXPECT_EQ(duplicated, 0);
     EXPECT_EQ(rows->size(), static_cast<std::size_t>(kFlights));
-    EXPECT_GT(fake_->rows_appended(), kFlights)
-        << "the kills left appended rows no checkpoint committed (they must stay invisible)";
+    if (method == Method::kExactlyOnce) {
+      EXPECT_GT(fake_->rows_appended(), kFlights)
+          << "the kills left appended rows no checkpoint committed (they must stay invisible)";
+    } else {
+      EXPECT_GT(fake_->jobs().jobs_created(), 1) << "one load per checkpoint, not one in all";
+    }
   } else {
     EXPECT_GE(rows->size(), static_cast<std::size_t>(kFlights));
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(WriteMethods, BigQueryKillTest, ::testing::Values(true, false),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return info.param ? std::string("ExactlyOnce")
-                                             : std::string("AtLeastOnce");
+INSTANTIATE_TEST_SUITE_P(WriteMethods, BigQueryKillTest,
+                         ::testing::Values(Method::kExactlyOnce, Method::kAtLeastOnce,
+                                           Method::kFileLoads),
+                         [](const ::testing::TestParamInfo<Method>& info) {
+                           switch (info.param) {
+                             case Method::kExactlyOnce:
+                               return std::string("ExactlyOnce");
+                             case Method::kFileLoads:
+                               return std::string("FileLoads");
+                             case Method::kAtLeastOnce:
+                               break;
+                           }
+                           return std::string("AtLeastOnce");
                          });
 
 }  // namespace

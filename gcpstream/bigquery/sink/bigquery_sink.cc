@@ -1,5 +1,7 @@
 #include "gcpstream/bigquery/sink/bigquery_sink.h"
 
+#include "absl/random/random.h"
+
 namespace gcpstream::bigquery {
 
 absl::StatusOr<std::shared_ptr<BigQueryWriteStub>> MakeBigQueryWriteStub(
@@ -21,6 +23,21 @@ absl::StatusOr<std::shared_ptr<TableAdmin>> MakeTableAdmin(
   GCP_ASSIGN_OR_RETURN(std::shared_ptr<connector::AccessTokenSource> credentials,
                        connector::MakeAccessTokenSource(client));
   return std::make_shared<TableAdmin>(kBigQueryRestEndpoint, std::move(credentials));
+}
+
+absl::StatusOr<std::shared_ptr<gcs::StorageClient>> MakeStorageClient(
+    const connector::ClientOptions& client, const std::optional<std::string>& emulator_rest) {
+  if (emulator_rest) {
+    return std::make_shared<gcs::StorageClient>(*emulator_rest, connector::MakeNoCredentials());
+  }
+  GCP_ASSIGN_OR_RETURN(std::shared_ptr<connector::AccessTokenSource> credentials,
+                       connector::MakeAccessTokenSource(client));
+  return std::make_shared<gcs::StorageClient>(gcs::kStorageEndpoint, std::move(credentials));
+}
+
+std::string NewStagingRunId() {
+  absl::BitGen gen;
+  return fmt::format("{:016x}", absl::Uniform<std::uint64_t>(gen));
 }
 
 }  // namespace gcpstream::bigquery

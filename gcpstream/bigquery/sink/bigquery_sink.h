@@ -20,6 +20,7 @@
 #include "gcpstream/bigquery/sink/buffered_stream_committer.h"
 #include "gcpstream/bigquery/sink/buffered_stream_ledger.h"
 #include "gcpstream/bigquery/sink/cdc.h"
+#include "gcpstream/bigquery/sink/file_loads_options.h"
 #include "gcpstream/connector/async_sink_writer_front.h"
 #include "gcpstream/connector/client_options.h"
 #include "gcpstream/connector/committing_sink_writer_front.h"
@@ -37,6 +38,13 @@ absl::StatusOr<std::shared_ptr<BigQueryWriteStub>> MakeBigQueryWriteStub(
     const connector::ClientOptions& client);
 absl::StatusOr<std::shared_ptr<TableAdmin>> MakeTableAdmin(
     const connector::ClientOptions& client, const std::optional<std::string>& emulator_rest);
+// The Cloud Storage client FILE_LOADS stages with: the production endpoint with the client's
+// credentials, or the emulator REST endpoint (the BigQuery fake serves Cloud Storage there).
+absl::StatusOr<std::shared_ptr<gcs::StorageClient>> MakeStorageClient(
+    const connector::ClientOptions& client, const std::optional<std::string>& emulator_rest);
+
+template <typename T>
+class BigQueryFileLoadsSink;
 
 // Writes records to BigQuery tables through the Storage Write API, by one of two methods:
 //
@@ -54,7 +62,9 @@ absl::StatusOr<std::shared_ptr<TableAdmin>> MakeTableAdmin(
 //    checkpoint of rows. Needs checkpointing (without it rows become visible only at the end
 //    of a bounded input).
 //
-// FILE_LOADS is not built yet (build() says so).
+// FILE_LOADS commits staged files rather than stream positions, so it is a sink type of its
+// own: set write_method(FILE_LOADS) and file_loads_options(...), then build_file_loads()
+// (bigquery_file_loads_sink.h).
 //
 // Change data capture (at least once only): with cdc_options each row is sent as an UPSERT or a
 // DELETE of the row with its primary key, with the optional sequence number that orders the
@@ -123,6 +133,11 @@ class BigQuerySink final : public Sink<T>,
       cdc_table_ = std::move(o);
       return *this;
     }
+    // FILE_LOADS only (and required by it): staging path, write disposition, file size, polling.
+    Builder& file_loads_options(FileLoadsOptions o) {
+      file_loads_ = std::move(o);
+      return *this;
+    }
     Builder& writer_options(BigQueryWriterOptions o) {
       options_ = std::move(o);
       return *this;
@@ -155,31 +170,25 @@ class BigQuerySink final : public Sink<T>,
       admin_ = std::move(admin);
       return *this;
     }
+    Builder& storage_client(std::shared_ptr<gcs::StorageClient> storage) {
+      storage_ = std::move(storage);
+      return *this;
+    }
 
-    // INVALID_ARGUMENT naming the option of the first problem; UNIMPLEMENTED for a write
-    // method not built yet.
+    // INVALID_ARGUMENT naming the option of the first problem (FILE_LOADS: use
+    // build_file_loads()).
     absl::StatusOr<std::shared_ptr<BigQuerySink>> build() const {
-      GCP_RETURN_IF_ERROR(error_);
       if (method_ == WriteMethod::kFileLoads) {
-        return absl::UnimplementedError(
-            "BigQuerySink: write_method FILE_LOADS is not built yet; use "
-            "STORAGE_API_EXACTLY_ONCE or STORAGE_API_AT_LEAST_ONCE (docs/bigquery.md)");
-      }
-      if (!resolver_) {
         return absl::InvalidArgumentError(
-            "BigQuerySink needs a destination: set destination(...) or destination_resolver(...)");
+            "BigQuerySink: write_method FILE_LOADS commits staged files, not stream positions: "
+            "build it with build_file_loads() (gcpstream/bigquery/sink/"
+            "bigquery_file_loads_sink.h)");
       }
-      if (!serializer_.valid())
-        return absl::InvalidArgumentError("BigQuerySink needs serializer(...)");
-      GCP_RETURN_IF_ERROR(client_.validate());
-      GCP_RETURN_IF_ERROR(options_.validate());
-      if (client_.emulator_endpoint().has_value() != emulator_rest_.has_value() && !admin_) {
+      if (file_loads_) {
         return absl::InvalidArgumentError(
-            "emulator_endpoint and emulator_rest_endpoint go together: the Storage Write API and "
-            "the REST API of an emulator listen on different ports");
+            "file_loads_options are for write_method FILE_LOADS only");
       }
-      GCP_RETURN_IF_ERROR(create_options_.validate(serializer_.schema()));
-      if (emulator_rest_) GCP_RETURN_IF_ERROR(ValidateRestEndpoint(*emulator_rest_));
+      GCP_RETURN_IF_ERROR(validate_common());
       std::shared_ptr<const CdcWriterDescriptor> cdc_descriptor;
       if (cdc_) {
         if (method_ != WriteMethod::kStorageApiAtLeastOnce) {
@@ -202,8 +211,38 @@ class BigQuerySink final : public Sink<T>,
       return std::shared_ptr<BigQuerySink>(new BigQuerySink(*this, std::move(cdc_descriptor)));
     }
 
+    // The FILE_LOADS sink (defined in bigquery_file_loads_sink.h). INVALID_ARGUMENT unless
+    // write_method is FILE_LOADS with file_loads_options, and for what FILE_LOADS cannot do:
+    // CDC, schema_update_options (widening before a load is not built), a schema BigQuery's
+    // Avro loads cannot carry (INTERVAL, flexible column names), a writer schema that cannot
+    // feed the table (AvroRowEncoder).
+    absl::StatusOr<std::shared_ptr<BigQueryFileLoadsSink<T>>> build_file_loads() const;
+
    private:
     friend class BigQuerySink;
+    template <typename U>
+    friend class BigQueryFileLoadsSink;
+    // What every write method needs: a destination, a serializer, valid client and writer
+    // options, paired emulator endpoints, valid table creation options.
+    absl::Status validate_common() const {
+      GCP_RETURN_IF_ERROR(error_);
+      if (!resolver_) {
+        return absl::InvalidArgumentError(
+            "BigQuerySink needs a destination: set destination(...) or destination_resolver(...)");
+      }
+      if (!serializer_.valid())
+        return absl::InvalidArgumentError("BigQuerySink needs serializer(...)");
+      GCP_RETURN_IF_ERROR(client_.validate());
+      GCP_RETURN_IF_ERROR(options_.validate());
+      if (client_.emulator_endpoint().has_value() != emulator_rest_.has_value() && !admin_) {
+        return absl::InvalidArgumentError(
+            "emulator_endpoint and emulator_rest_endpoint go together: the Storage Write API and "
+            "the REST API of an emulator listen on different ports");
+      }
+      GCP_RETURN_IF_ERROR(create_options_.validate(serializer_.schema()));
+      if (emulator_rest_) GCP_RETURN_IF_ERROR(ValidateRestEndpoint(*emulator_rest_));
+      return absl::OkStatus();
+    }
     void note(absl::Status s) {
       if (error_.ok() && !s.ok()) error_ = std::move(s);
     }
@@ -222,6 +261,8 @@ class BigQuerySink final : public Sink<T>,
     std::shared_ptr<TableAdmin> admin_;
     std::optional<CdcOptions<T>> cdc_;
     std::optional<CdcTableOptions> cdc_table_;
+    std::optional<FileLoadsOptions> file_loads_;
+    std::shared_ptr<gcs::StorageClient> storage_;
     absl::Status error_;
   };
 
@@ -310,11 +351,15 @@ class BigQuerySink final : public Sink<T>,
     return positions_;
   }
 
-  LineageVertex lineage_vertex() const override {
+  LineageVertex lineage_vertex() const override { return SinkLineage(b_.fixed_); }
+
+  // A BigQuery sink's lineage: the table, when every record goes to one.
+  static LineageVertex SinkLineage(
+      const std::optional<connector::BigQueryTableDestination>& fixed) {
     LineageVertex v;
     v.role = LineageVertex::Role::kSink;
     v.connector = "bigquery";
-    if (b_.fixed_) v.datasets.push_back(connector::BigQueryDataset(*b_.fixed_));
+    if (fixed) v.datasets.push_back(connector::BigQueryDataset(*fixed));
     return v;
   }
 
@@ -373,5 +418,8 @@ class BigQuerySink final : public Sink<T>,
 };
 
 }  // namespace gcpstream::bigquery
+
+// build_file_loads() is defined there, once BigQuerySink is complete.
+#include "gcpstream/bigquery/sink/bigquery_file_loads_sink.h"
 
 #endif  // GCPSTREAM_BIGQUERY_SINK_BIGQUERY_SINK_H_

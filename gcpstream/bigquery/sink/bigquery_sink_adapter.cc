@@ -34,6 +34,7 @@ class BigQuerySinkAdapter final
         tables_created_(context.metric_group().counter("tablesCreated")),
         append_retries_(context.metric_group().counter("appendRetries")),
         schema_updates_(context.metric_group().counter("schemaUpdates")),
+        files_staged_(context.metric_group().counter("filesStaged")),
         timers_(std::make_shared<util::TimerThread>()) {}
 
   std::string describe(const BigQueryTableDestination& t) const override {
@@ -50,6 +51,21 @@ class BigQuerySinkAdapter final
       return absl::FailedPreconditionError(
           fmt::format("the BigQuery sink's destination {} has an empty project, dataset or table",
                       t.resource_name()));
+    }
+    if (config_.staging) {
+      auto encoder = staging::AvroRowEncoder::Create(config_.schema, config_.writer_descriptor);
+      if (!encoder.ok()) {
+        return absl::Status(encoder.status().code(),
+                            fmt::format("FILE_LOADS cannot stage the rows of {}: {}",
+                                        t.resource_name(), encoder.status().message()));
+      }
+      StagingFileOptions options = config_.staging->options;
+      options.table_id = t.table;
+      return std::shared_ptr<connector::DestinationClient<BigQueryRow>>(
+          std::make_shared<StagingFileClient>(t.resource_name(), *std::move(encoder),
+                                              config_.staging->storage, config_.staging->ledger,
+                                              std::move(options), std::move(listener),
+                                              [c = &files_staged_] { c->inc(); }));
     }
     // The hooks hold the metric group's counter (thread-safe), never the adapter.
     if (config_.ledger) {
@@ -356,6 +372,7 @@ class BigQuerySinkAdapter final
   Counter& tables_created_;
   Counter& append_retries_;
   Counter& schema_updates_;
+  Counter& files_staged_;
   std::shared_ptr<util::TimerThread> timers_;
   std::set<std::string> asked_;
 };

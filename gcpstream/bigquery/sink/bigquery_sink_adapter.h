@@ -12,6 +12,8 @@
 #include "gcpstream/bigquery/sink/bigquery_writer_options.h"
 #include "gcpstream/bigquery/sink/buffered_stream_ledger.h"
 #include "gcpstream/bigquery/sink/cdc.h"
+#include "gcpstream/bigquery/sink/staged_files_ledger.h"
+#include "gcpstream/bigquery/sink/staging_file_client.h"
 #include "gcpstream/connector/async_sink_writer.h"
 #include "gcpstream/connector/destinations.h"
 #include "gcpstream/connector/failure_handler.h"
@@ -37,11 +39,23 @@ struct BigQueryWriterConfig {
   // Set for CDC writes (at least once only): each table is checked against the contract when
   // its writer opens (VerifyCdcTable), and a missing table is created with this primary key.
   std::optional<CdcTableOptions> cdc;
+  // Set for FILE_LOADS: each table gets a StagingFileClient writing Avro staging files through
+  // `storage` (options.table_id is filled in per table) and recording finished files in
+  // `ledger`; nothing reaches the Storage Write API, and the table is the committer's to
+  // reconcile.
+  struct Staging {
+    std::shared_ptr<gcs::StorageClient> storage;
+    std::shared_ptr<StagedFilesLedger> ledger;
+    StagingFileOptions options;
+  };
+  std::optional<Staging> staging;
 };
 
-// The Storage Write API writers: the shared asynchronous core over one client per table, a
-// DefaultStreamClient (STORAGE_API_AT_LEAST_ONCE) or a BufferedStreamClient
-// (STORAGE_API_EXACTLY_ONCE, with `ledger`). What is BigQuery's own:
+// The BigQuery writers: the shared asynchronous core over one client per table, a
+// DefaultStreamClient (STORAGE_API_AT_LEAST_ONCE), a BufferedStreamClient
+// (STORAGE_API_EXACTLY_ONCE, with `ledger`) or a StagingFileClient (FILE_LOADS, with
+// `staging`: a row the Avro encoder refuses fails alone, a failed upload fails the job). What
+// is BigQuery's own on the Storage Write API paths:
 //  - a missing table answers NOT_FOUND or, masked, PERMISSION_DENIED (measured: the service
 //    will not confirm a table to a caller who cannot see it); under CREATE_IF_NEEDED both are
 //    repaired by creating the table (HTTP 409 counts as created) and resending, within the

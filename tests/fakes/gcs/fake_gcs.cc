@@ -4,6 +4,8 @@
 #include <httplib.h>
 #include <re2/re2.h>
 
+#include <thread>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -176,6 +178,21 @@ void FakeObjectStore::add_bucket(const std::string& bucket) {
   buckets_.insert(bucket);
 }
 
+void FakeObjectStore::set_upload_latency(std::chrono::milliseconds latency) {
+  std::lock_guard lock(mu_);
+  upload_latency_ = latency;
+}
+
+std::chrono::milliseconds FakeObjectStore::upload_latency() const {
+  std::lock_guard lock(mu_);
+  return upload_latency_;
+}
+
+void FakeObjectStore::remove_bucket(const std::string& bucket) {
+  std::lock_guard lock(mu_);
+  buckets_.erase(bucket);
+}
+
 bool FakeObjectStore::has_bucket(const std::string& bucket) const {
   std::lock_guard lock(mu_);
   return buckets_.count(bucket) != 0;
@@ -336,9 +353,11 @@ std::int64_t FakeObjectStore::object_count() const {
 void RegisterGcsRoutes(httplib::Server& server, std::shared_ptr<FakeObjectStore> store) {
   const std::string bucket = R"(/storage/v1/b/([^/]+)/o)";
   server.Post("/upload" + bucket, [store](const httplib::Request& req, httplib::Response& res) {
+    std::this_thread::sleep_for(store->upload_latency());
     Upload(*store, req, res);
   });
   server.Put("/upload" + bucket, [store](const httplib::Request& req, httplib::Response& res) {
+    std::this_thread::sleep_for(store->upload_latency());
     Chunk(*store, req, res);
   });
   server.Get(bucket + "/(.+)", [store](const httplib::Request& req, httplib::Response& res) {

@@ -1,6 +1,7 @@
 #ifndef GCPSTREAM_TESTS_FAKES_GCS_FAKE_GCS_H_
 #define GCPSTREAM_TESTS_FAKES_GCS_FAKE_GCS_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -43,6 +44,12 @@ namespace gcpstream::testing::gcs_fake {
 class FakeObjectStore {
  public:
   void add_bucket(const std::string& bucket);
+  // A bucket gone (tests: uploads to it then answer 404); its objects stay readable here.
+  void remove_bucket(const std::string& bucket);
+  // Every upload request (media, multipart, resumable start or chunk) waits this long before
+  // it is applied (tests: a slow service) [0].
+  void set_upload_latency(std::chrono::milliseconds latency);
+  std::chrono::milliseconds upload_latency() const;
   bool has_bucket(const std::string& bucket) const;
   // NOT_FOUND for a missing bucket; the new object's metadata.
   absl::StatusOr<nlohmann::json> put(const std::string& bucket, const std::string& name,
@@ -85,6 +92,7 @@ class FakeObjectStore {
                                             std::string bytes);
 
   mutable std::mutex mu_;
+  std::chrono::milliseconds upload_latency_{0};
   std::set<std::string> buckets_;
   std::map<std::pair<std::string, std::string>, Object> objects_;
   std::map<std::string, Session> sessions_;

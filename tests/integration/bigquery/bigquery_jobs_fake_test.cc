@@ -14,7 +14,7 @@
 #include "gcpstream/bigquery/staging/avro_row_encoder.h"
 #include "gcpstream/connector/oauth2_credentials.h"
 #include "gcpstream/gcs/storage_client.h"
-#include "tests/fakes/bigquery/bigquery_fake.h"
+#include "tests/support/bigquery_staging_fixture.h"
 
 namespace gcpstream::bigquery {
 namespace {
@@ -22,17 +22,10 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-class BigQueryFakeJobsTest : public ::testing::Test {
+class BigQueryFakeJobsTest : public testing::BigQueryStagingTest {
  protected:
   void SetUp() override {
-    auto fake = testing::BigQueryFake::Start();
-    ASSERT_TRUE(fake.ok()) << fake.status();
-    fake_ = std::move(*fake);
-    fake_->add_bucket("staging");
-    ASSERT_TRUE(fake_->add_dataset("p", "d").ok());
-    admin_ = std::make_unique<TableAdmin>(fake_->rest_endpoint(), connector::MakeNoCredentials());
-    storage_ = std::make_unique<gcs::StorageClient>(fake_->rest_endpoint(),
-                                                    connector::MakeNoCredentials());
+    BigQueryStagingTest::SetUp();
     schema_.fields.resize(2);
     schema_.fields[0].name = "id";
     schema_.fields[0].type = FieldType::kInt64;
@@ -94,9 +87,6 @@ class BigQueryFakeJobsTest : public ::testing::Test {
     return r.ok() ? r->size() : 0;
   }
 
-  std::unique_ptr<testing::BigQueryFake> fake_;
-  std::unique_ptr<TableAdmin> admin_;
-  std::unique_ptr<gcs::StorageClient> storage_;
   TableSchema schema_;
 };
 

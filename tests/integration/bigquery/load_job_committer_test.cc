@@ -13,7 +13,7 @@
 #include "gcpstream/bigquery/staging/avro_row_encoder.h"
 #include "gcpstream/connector/oauth2_credentials.h"
 #include "gcpstream/runtime/metric_registry.h"
-#include "tests/fakes/bigquery/bigquery_fake.h"
+#include "tests/support/bigquery_staging_fixture.h"
 
 namespace gcpstream::bigquery {
 namespace {
@@ -21,17 +21,10 @@ namespace {
 using ::testing::HasSubstr;
 constexpr char kTable[] = "projects/p/datasets/d/tables/t";
 
-class LoadJobCommitterIT : public ::testing::Test {
+class LoadJobCommitterIT : public testing::BigQueryStagingTest {
  protected:
   void SetUp() override {
-    auto fake = testing::BigQueryFake::Start();
-    ASSERT_TRUE(fake.ok()) << fake.status();
-    fake_ = std::move(*fake);
-    fake_->add_bucket("staging");
-    ASSERT_TRUE(fake_->add_dataset("p", "d").ok());
-    admin_ = std::make_shared<TableAdmin>(fake_->rest_endpoint(), connector::MakeNoCredentials());
-    storage_ = std::make_shared<gcs::StorageClient>(fake_->rest_endpoint(),
-                                                    connector::MakeNoCredentials());
+    BigQueryStagingTest::SetUp();
     schema_.fields.resize(1);
     schema_.fields[0].name = "id";
     schema_.fields[0].type = FieldType::kInt64;
@@ -100,9 +93,6 @@ class LoadJobCommitterIT : public ::testing::Test {
     return r.ok() ? r->size() : 0;
   }
 
-  std::unique_ptr<testing::BigQueryFake> fake_;
-  std::shared_ptr<TableAdmin> admin_;
-  std::shared_ptr<gcs::StorageClient> storage_;
   TableSchema schema_;
   runtime::MetricRegistry registry_;
 };

@@ -22,6 +22,8 @@ using testing::FakeOptions;
 
 constexpr char kFlights[] = GCPSTREAM_SOURCE_DIR "/.deps/vega-datasets-3.2.1/data/flights-20k.json";
 constexpr char kExample[] = GCPSTREAM_SOURCE_DIR "/examples/pipelines/flights-to-bigquery.yaml";
+constexpr char kFileLoads[] =
+    GCPSTREAM_SOURCE_DIR "/examples/pipelines/flights-to-bigquery-file-loads.yaml";
 constexpr char kReadBack[] =
     GCPSTREAM_SOURCE_DIR "/examples/pipelines/flights-bigquery-to-pubsub.yaml";
 
@@ -76,6 +78,33 @@ TEST(FlightsToBigQueryIT, EveryDelayedFlightLandsAsOneRowInTheTableTheSinkCreate
   ASSERT_TRUE(table.ok());
   EXPECT_EQ((*table)["clustering"]["fields"][0], "origin");
   EXPECT_EQ((*table)["timePartitioning"]["type"], "DAY");
+}
+
+// examples/pipelines/flights-to-bigquery-file-loads.yaml: the same flights through staged Avro
+// files and load jobs, each delayed flight once, the staged files deleted after their loads.
+TEST(FlightsToBigQueryIT, TheFileLoadsExampleLoadsEveryDelayedFlightOnceAndCleansUp) {
+  auto fake = testing::BigQueryFake::Start();
+  ASSERT_TRUE(fake.ok()) << fake.status();
+  ASSERT_TRUE((*fake)->add_dataset("gcpstream-demo", "flights").ok());
+  (*fake)->add_bucket("gcpstream-demo-staging");
+  runtime::JobResult result;
+  ASSERT_NO_FATAL_FAILURE(RunExample(**fake, {}, result, kFileLoads));
+
+  std::size_t delayed = 0;
+  for (const auto& f : nlohmann::json::parse(ReadFile(kFlights)))
+    delayed += f["delay"].get<int>() > 0;
+  auto rows = (*fake)->rows("projects/gcpstream-demo/datasets/flights/tables/delays");
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  std::set<std::string> seqs;
+  for (const auto& r : *rows) seqs.insert(r["seq"].get<std::string>());
+  EXPECT_EQ(seqs.size(), delayed);
+  EXPECT_EQ(rows->size(), delayed) << "FILE_LOADS writes exactly once";
+  EXPECT_GE((*fake)->jobs().jobs_created(), 1);
+  EXPECT_EQ((*fake)->gcs().object_count(), 0) << "staged files are deleted after their loads";
+  EXPECT_GE(result.metric(kSinkNode, "filesStaged"), 1);
+  auto table = (*fake)->table("gcpstream-demo", "flights", "delays");
+  ASSERT_TRUE(table.ok());
+  EXPECT_EQ((*table)["clustering"]["fields"][0], "origin");
 }
 
 // The same example with `table: delays_{origin}`: each record goes to the table of its origin,

@@ -127,9 +127,53 @@ TEST(BigQuerySpec, ExactlyOnceIsChosenByWriteMethodAndNeedsCheckpointing) {
   EXPECT_FALSE(
       Parse(File(std::string(kSchema) + "  schema_update_options: {add_fields: true}\n")).ok())
       << "an unknown key is refused";
-  auto unknown = Parse(File(std::string(kSchema) + "  write_method: FILE_LOADS\n"));
+  auto unknown = Parse(File(std::string(kSchema) + "  write_method: STREAMING_INSERTS\n"));
   ASSERT_FALSE(unknown.ok());
-  EXPECT_THAT(std::string(unknown.status().message()), HasSubstr("STORAGE_API_EXACTLY_ONCE"));
+  EXPECT_THAT(std::string(unknown.status().message()), HasSubstr("FILE_LOADS"));
+}
+
+TEST(BigQuerySpec, FileLoadsNeedAStagingPathAndACheckpointIntervalTheLoadQuotaAllows) {
+  const std::string loads = std::string(kSchema) + R"(  write_method: FILE_LOADS
+  file_loads:
+    staging_path: gs://staging/flights
+    min_checkpoint_interval: 10s
+    max_staging_file_bytes: 2097152
+)";
+  const std::string checkpointing = "checkpointing: {interval: 30s, dir: /tmp/cp}\n";
+  auto spec = Parse(File(loads) + checkpointing);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const auto& sink = std::get<BigQuerySinkSpec>(spec->sink);
+  EXPECT_EQ(sink.write_method, bigquery::WriteMethod::kFileLoads);
+  ASSERT_TRUE(sink.file_loads.has_value());
+  EXPECT_EQ(sink.file_loads->staging_path, "gs://staging/flights");
+  EXPECT_EQ(sink.file_loads->max_staging_file_bytes, 2097152);
+  EXPECT_EQ(sink.file_loads->min_checkpoint_interval, std::chrono::seconds(10));
+  auto text = DescribePipeline(*spec);
+  ASSERT_TRUE(text.ok());
+  EXPECT_THAT(*text, HasSubstr("loaded by WRITE_APPEND load jobs"));
+
+  auto no_path = Parse(File(std::string(kSchema) + "  write_method: FILE_LOADS\n") + checkpointing);
+  ASSERT_FALSE(no_path.ok());
+  EXPECT_THAT(std::string(no_path.status().message()), HasSubstr("staging_path"));
+  auto too_often = Parse(File(loads) + "checkpointing: {interval: 5s, dir: /tmp/cp}\n");
+  ASSERT_FALSE(too_often.ok());
+  EXPECT_THAT(std::string(too_often.status().message()), HasSubstr("min_checkpoint_interval"));
+  auto truncate_streaming =
+      Parse(File(loads + "    write_disposition: WRITE_TRUNCATE\n") + checkpointing);
+  ASSERT_FALSE(truncate_streaming.ok());
+  EXPECT_THAT(std::string(truncate_streaming.status().message()), HasSubstr("WRITE_APPEND"));
+  auto truncate_batch = Parse(File(loads + "    write_disposition: WRITE_TRUNCATE\n"));
+  ASSERT_TRUE(truncate_batch.ok()) << "a bounded file source without checkpointing loads once at "
+                                      "its end: "
+                                   << truncate_batch.status();
+  auto bad_path = Parse(File(std::string(kSchema) +
+                             "  write_method: FILE_LOADS\n  file_loads: {staging_path: /tmp/x}\n"));
+  ASSERT_FALSE(bad_path.ok());
+  EXPECT_THAT(std::string(bad_path.status().message()), HasSubstr("gs://"));
+  auto wrong_method =
+      Parse(File(std::string(kSchema) + "  file_loads: {staging_path: gs://staging/x}\n"));
+  ASSERT_FALSE(wrong_method.ok());
+  EXPECT_THAT(std::string(wrong_method.status().message()), HasSubstr("FILE_LOADS"));
 }
 
 TEST(BigQuerySpec, DescribeNamesTheTableAndItsColumns) {
