@@ -237,24 +237,35 @@ absl::StatusOr<PipelineSpec> ParsePipelineSpec(const std::string& text,
                  "FILE_LOADS loads each completed checkpoint's files: an unbounded source "
                  "without checkpointing would stage files forever; set checkpointing.interval "
                  "and checkpointing.dir");
+      } else if (spec.parallelism > 1 &&
+                 loads.write_disposition != bigquery::WriteDisposition::kWriteAppend) {
+        ctx.fail(std::as_const(root)["sink"].Mark(), "sink.file_loads.write_disposition",
+                 "each subtask loads its own files, so WRITE_TRUNCATE or WRITE_EMPTY at "
+                 "parallelism above 1 would replace or refuse the other subtasks' rows: use "
+                 "parallelism: 1");
       } else if (checkpointing &&
                  loads.write_disposition != bigquery::WriteDisposition::kWriteAppend) {
         ctx.fail(std::as_const(root)["sink"].Mark(), "sink.file_loads.write_disposition",
                  "with checkpointing every checkpoint is a load: only WRITE_APPEND makes sense "
                  "(WRITE_TRUNCATE and WRITE_EMPTY are for a bounded job without checkpointing)");
-      } else if (checkpointing && spec.checkpointing.interval < loads.min_checkpoint_interval) {
+      } else if (checkpointing &&
+                 spec.checkpointing.interval < loads.min_checkpoint_interval * spec.parallelism) {
+        // Each subtask loads its own files: a checkpoint makes up to `parallelism` loads.
         ctx.fail(std::as_const(root)["checkpointing"].Mark(), "checkpointing.interval",
-                 fmt::format("{} ms is below sink.file_loads.min_checkpoint_interval ({} ms): each "
-                             "checkpoint makes at least one load job and BigQuery allows 1,500 "
-                             "per table per day; lower min_checkpoint_interval only for a "
-                             "short-lived job",
+                 fmt::format("{} ms is below sink.file_loads.min_checkpoint_interval ({} ms) x "
+                             "parallelism ({}): each checkpoint makes a load job per subtask and "
+                             "BigQuery allows 1,500 per table per day; lower "
+                             "min_checkpoint_interval only for a short-lived job",
                              spec.checkpointing.interval.count(),
-                             loads.min_checkpoint_interval.count()));
-      } else if (checkpointing && spec.checkpointing.interval < std::chrono::minutes(5)) {
+                             loads.min_checkpoint_interval.count(), spec.parallelism));
+      } else if (checkpointing &&
+                 spec.checkpointing.interval < std::chrono::minutes(5) * spec.parallelism) {
         spdlog::warn(
-            "bigquery sink: FILE_LOADS with a checkpoint every {} ms makes more than 288 "
-            "load jobs per table per day (BigQuery allows 1,500)",
-            spec.checkpointing.interval.count());
+            "bigquery sink: FILE_LOADS with a checkpoint every {} ms at parallelism {} makes up "
+            "to {} load jobs per table per day (each subtask loads its own files; BigQuery "
+            "allows 1,500)",
+            spec.checkpointing.interval.count(), spec.parallelism,
+            std::chrono::hours(24) / spec.checkpointing.interval * spec.parallelism);
       }
     }
     if (std::holds_alternative<BigtableSinkSpec>(spec.sink) && !spec.transform.to_bigtable) {

@@ -104,13 +104,15 @@ bool ValidJobId(const std::string& id) {
 
 absl::StatusOr<nlohmann::json> TableAdmin::insert_job(const std::string& project,
                                                       const std::string& job_id,
-                                                      const nlohmann::json& configuration) const {
+                                                      const nlohmann::json& configuration,
+                                                      const std::string& location) const {
   if (!ValidJobId(job_id)) {
     return absl::InvalidArgumentError(
         "a BigQuery job id is 1 to 1,024 letters, digits, underscores or dashes");
   }
-  const nlohmann::json job = {{"jobReference", {{"projectId", project}, {"jobId", job_id}}},
-                              {"configuration", configuration}};
+  nlohmann::json job = {{"jobReference", {{"projectId", project}, {"jobId", job_id}}},
+                        {"configuration", configuration}};
+  if (!location.empty()) job["jobReference"]["location"] = location;
   return call("POST", fmt::format("/bigquery/v2/projects/{}/jobs", project), &job, "");
 }
 

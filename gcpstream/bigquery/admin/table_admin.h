@@ -57,8 +57,11 @@ class TableAdmin {
   // The job resource as the service answers it. ALREADY_EXISTS (reason "duplicate") when the
   // project already has a job with that id: the caller fetches it with get_job and decides.
   // INVALID_ARGUMENT for an id outside that charset, without calling.
+  // `location` (may be empty) goes in jobReference.location: outside the US and EU
+  // multi-regions a job is found only with its location.
   absl::StatusOr<nlohmann::json> insert_job(const std::string& project, const std::string& job_id,
-                                            const nlohmann::json& configuration) const;
+                                            const nlohmann::json& configuration,
+                                            const std::string& location = "") const;
   // jobs.get; `location` may be empty. NOT_FOUND when there is no such job.
   absl::StatusOr<nlohmann::json> get_job(const std::string& project, const std::string& job_id,
                                          const std::string& location) const;

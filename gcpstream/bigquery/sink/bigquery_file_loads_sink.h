@@ -48,6 +48,7 @@ class BigQueryFileLoadsSink final : public Sink<T>,
 
   absl::StatusOr<std::unique_ptr<SinkWriter<T>>> create_writer(
       WriterInitContext& context) const override {
+    GCP_RETURN_IF_ERROR(CheckDisposition(context.parallelism()));
     BigQueryWriterConfig config;
     config.options = b_.options_;
     config.create_disposition = b_.disposition_;
@@ -88,6 +89,7 @@ class BigQueryFileLoadsSink final : public Sink<T>,
 
   absl::StatusOr<std::unique_ptr<Committer<StagedFiles>>> create_committer(
       CommitterInitContext& context) const override {
+    GCP_RETURN_IF_ERROR(CheckDisposition(context.parallelism()));
     LoadJobCommitterConfig c;
     if (b_.admin_) {
       c.admin = b_.admin_;
@@ -120,6 +122,19 @@ class BigQueryFileLoadsSink final : public Sink<T>,
   using Writer = connector::CommittingSinkWriterFront<T, connector::BigQueryTableDestination,
                                                       BigQueryRow, StagedFiles, StagedFiles>;
   explicit BigQueryFileLoadsSink(Builder b) : b_(std::move(b)) {}
+
+  // Each subtask commits its own files: a replacing or refusing disposition would have each
+  // subtask's load replace (or refuse) the others' rows.
+  absl::Status CheckDisposition(int parallelism) const {
+    if (parallelism <= 1 || b_.file_loads_->write_disposition == WriteDisposition::kWriteAppend) {
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(fmt::format(
+        "FILE_LOADS with {} at parallelism {}: each subtask loads its own files, so each load "
+        "would replace or refuse the others' rows; use parallelism 1 (one committer for the "
+        "whole job is not built)",
+        WriteDispositionName(b_.file_loads_->write_disposition), parallelism));
+  }
 
   absl::StatusOr<std::shared_ptr<gcs::StorageClient>> storage() const {
     if (b_.storage_) return b_.storage_;

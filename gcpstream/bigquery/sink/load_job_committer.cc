@@ -112,10 +112,11 @@ nlohmann::json LoadJobCommitter::load_configuration(const PlannedLoad& load,
 
 absl::Status LoadJobCommitter::run(const PlannedLoad& load) {
   const TableRef table = RefOf(load.table);
-  auto schema = reconcile(table);
-  if (!schema.ok()) return schema.status();
+  auto reconciled = reconcile(table);
+  if (!reconciled.ok()) return reconciled.status();
   const std::string project = config_.job_project.empty() ? table.project : config_.job_project;
-  auto job = submit(project, load, load_configuration(load, *schema));
+  auto job =
+      submit(project, load, load_configuration(load, reconciled->schema), reconciled->location);
   if (!job.ok()) return job.status();
   auto done = await_done(project, load, *std::move(job));
   if (!done.ok()) return done.status();
@@ -136,22 +137,29 @@ absl::Status LoadJobCommitter::run(const PlannedLoad& load) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<TableSchema> LoadJobCommitter::reconcile(const TableRef& table) {
+absl::StatusOr<LoadJobCommitter::Reconciled> LoadJobCommitter::reconcile(const TableRef& table) {
   const std::string name = table.resource_name();
   if (auto it = reconciled_.find(name); it != reconciled_.end()) return it->second;
   connector::RecoveryBackoff backoff(config_.recovery);
   for (;;) {
     absl::StatusOr<nlohmann::json> live = config_.admin->get_table(table);
     if (live.ok()) {
-      TableSchema schema = config_.schema;
+      Reconciled r;
+      r.schema = config_.schema;
       if (config_.write_disposition != "WRITE_TRUNCATE") {
         auto parsed =
             TableSchemaFromJson((*live)["schema"].value("fields", nlohmann::json::array()));
-        if (!parsed.ok()) return parsed.status();
-        schema = *std::move(parsed);
+        if (!parsed.ok()) {
+          return absl::Status(parsed.status().code(),
+                              fmt::format("the schema of the FILE_LOADS destination {} does not "
+                                          "parse: {}",
+                                          name, std::string(parsed.status().message())));
+        }
+        r.schema = *std::move(parsed);
       }
-      reconciled_[name] = schema;
-      return schema;
+      r.location = Str(*live, "location");
+      reconciled_[name] = r;
+      return r;
     }
     absl::Status st = live.status();
     if (st.code() == absl::StatusCode::kNotFound) {
@@ -163,12 +171,12 @@ absl::StatusOr<TableSchema> LoadJobCommitter::reconcile(const TableRef& table) {
       }
       auto created =
           config_.admin->insert_table(table, config_.table_create_options.resource(config_.schema));
-      if (created.ok()) {
-        tables_created_.inc();
-        continue;  // read it back
-      }
-      if (created.status().code() == absl::StatusCode::kAlreadyExists) continue;
-      st = created.status();
+      if (created.ok()) tables_created_.inc();
+      // Read it back; a table just created (by us or a racer) may take a moment to show, so
+      // that wait is on the recovery schedule too.
+      st = created.ok() || created.status().code() == absl::StatusCode::kAlreadyExists
+               ? absl::UnavailableError("the table was just created and is not readable yet")
+               : created.status();
     }
     if (Retriable(st)) {
       if (auto delay = backoff.next()) {
@@ -188,7 +196,8 @@ absl::StatusOr<TableSchema> LoadJobCommitter::reconcile(const TableRef& table) {
 
 absl::StatusOr<nlohmann::json> LoadJobCommitter::submit(const std::string& project,
                                                         const PlannedLoad& load,
-                                                        const nlohmann::json& configuration) {
+                                                        const nlohmann::json& configuration,
+                                                        const std::string& location) {
   const TableRef table = RefOf(load.table);
   connector::RecoveryBackoff backoff(config_.recovery);
   for (;;) {
@@ -201,7 +210,8 @@ absl::StatusOr<nlohmann::json> LoadJobCommitter::submit(const std::string& proje
     absl::Status st = job.status();
     if (st.code() == absl::StatusCode::kAlreadyExists) {
       // An earlier attempt (before a restart, or whose answer was lost) created this id.
-      absl::StatusOr<nlohmann::json> existing = config_.admin->get_job(project, load.job_id, "");
+      absl::StatusOr<nlohmann::json> existing =
+          config_.admin->get_job(project, load.job_id, location);
       if (existing.ok()) {
         if (!SameLoad(*existing, load, table)) {
           return absl::InternalError(fmt::format(

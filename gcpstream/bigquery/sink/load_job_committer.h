@@ -78,16 +78,22 @@ class LoadJobCommitter final : public Committer<StagedFiles> {
  private:
   // OK once `load` is DONE without error (submitted now or by an earlier attempt).
   absl::Status run(const PlannedLoad& load);
-  // The schema the table's loads carry, reconciling the table once.
-  absl::StatusOr<TableSchema> reconcile(const TableRef& table);
+  // What a table's loads need, learned once per table: the schema they carry and the table's
+  // location (jobs outside the US and EU multi-regions are found only with it).
+  struct Reconciled {
+    TableSchema schema;
+    std::string location;
+  };
+  absl::StatusOr<Reconciled> reconcile(const TableRef& table);
   absl::StatusOr<nlohmann::json> submit(const std::string& project, const PlannedLoad& load,
-                                        const nlohmann::json& configuration);
+                                        const nlohmann::json& configuration,
+                                        const std::string& location);
   absl::StatusOr<nlohmann::json> await_done(const std::string& project, const PlannedLoad& load,
                                             nlohmann::json job);
   void clean_up(const PlannedLoad& load);
 
   LoadJobCommitterConfig config_;
-  std::map<std::string, TableSchema> reconciled_;  // by table resource name
+  std::map<std::string, Reconciled> reconciled_;  // by table resource name
   Counter& submitted_;
   Counter& attached_;
   Counter& polls_;

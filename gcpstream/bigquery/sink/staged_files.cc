@@ -98,8 +98,11 @@ std::string LoadJobId(const std::string& table, const std::string& format,
 }
 
 absl::StatusOr<std::vector<PlannedLoad>> PlanLoads(const std::vector<StagedFiles>& committables) {
-  // (load order, table, format): checkpoints in order, the end of input last.
-  using Key = std::tuple<std::int64_t, std::string, std::string>;
+  // (load order, table, format, files): checkpoints in order, the end of input last. Each
+  // committable (one writer's files of one table) is a load of its own, so the job ids stay the
+  // same when a restore at another parallelism hands several writers' committables to one
+  // committer.
+  using Key = std::tuple<std::int64_t, std::string, std::string, std::vector<std::string>>;
   std::map<Key, PlannedLoad> loads;
   std::set<std::string> seen;
   StagedFilesSerializer serializer;
@@ -110,7 +113,10 @@ absl::StatusOr<std::vector<PlannedLoad>> PlanLoads(const std::vector<StagedFiles
     // A committable delivered twice (a restore re-commits what it holds) counts once.
     GCP_ASSIGN_OR_RETURN(std::string identity, serializer.serialize(c));
     if (!seen.insert(std::move(identity)).second) continue;
-    PlannedLoad& load = loads[{LoadOrder(c.checkpoint_id), c.table, c.format}];
+    std::vector<std::string> files = c.uris;
+    std::sort(files.begin(), files.end());
+    files.erase(std::unique(files.begin(), files.end()), files.end());
+    PlannedLoad& load = loads[{LoadOrder(c.checkpoint_id), c.table, c.format, std::move(files)}];
     load.table = c.table;
     load.format = c.format;
     load.checkpoint_id = c.checkpoint_id;
@@ -127,9 +133,10 @@ absl::StatusOr<std::vector<PlannedLoad>> PlanLoads(const std::vector<StagedFiles
     load.uris.erase(std::unique(load.uris.begin(), load.uris.end()), load.uris.end());
     if (load.uris.size() > kMaxLoadSourceUris) {
       return absl::FailedPreconditionError(fmt::format(
-          "{} files staged for {} in one commit exceed a load job's {} source URIs; loading "
-          "through temporary tables is not built: raise maxStagingFileBytes or checkpoint more "
-          "often",
+          "{} files staged for {} by one writer in one checkpoint exceed a load job's {} source "
+          "URIs; loading through temporary tables is not built: raise max_staging_file_bytes "
+          "for new data (restored committables this large can only be dropped by starting "
+          "without state)",
           load.uris.size(), load.table, kMaxLoadSourceUris));
     }
     load.job_id = LoadJobId(load.table, load.format, load.uris, load.checkpoint_id);

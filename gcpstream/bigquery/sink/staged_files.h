@@ -43,7 +43,7 @@ class StagedFilesSerializer final : public VersionedSerializer<StagedFiles> {
   absl::StatusOr<StagedFiles> deserialize(int version, std::string_view bytes) const override;
 };
 
-// One load job: a destination's files of one checkpoint and one format.
+// One load job: one committable's files (one writer, one checkpoint, one table and format).
 struct PlannedLoad {
   std::string table;
   std::string format;
@@ -64,12 +64,13 @@ struct PlannedLoad {
 std::string LoadJobId(const std::string& table, const std::string& format,
                       const std::vector<std::string>& sorted_uris, std::int64_t checkpoint_id);
 
-// Groups committables into load jobs, in checkpoint order with the end of input last: one per
-// (checkpoint, table, format), its URIs sorted and deduplicated, a committable delivered twice
-// (a restore re-commits what it holds) counted once, rows summed without overflow.
-// INVALID_ARGUMENT for a committable serialize() would refuse; FAILED_PRECONDITION when one job
-// would exceed kMaxLoadSourceUris (loading through temporary tables and copy jobs is not built:
-// raise maxStagingFileBytes or checkpoint more often).
+// Turns committables into load jobs, in checkpoint order with the end of input last: one per
+// committable (one writer's files of one table and format in one checkpoint), its URIs sorted
+// and deduplicated; a committable delivered twice (a restore re-commits what it holds) counted
+// once. Committables are never merged, so a restore that hands several writers' committables to
+// one committer (another parallelism) plans the loads, and job ids, the writers' committers
+// planned. INVALID_ARGUMENT for a committable serialize() would refuse; FAILED_PRECONDITION when
+// one job would exceed kMaxLoadSourceUris (temporary tables and copy jobs are not built).
 absl::StatusOr<std::vector<PlannedLoad>> PlanLoads(const std::vector<StagedFiles>& committables);
 
 }  // namespace gcpstream::bigquery

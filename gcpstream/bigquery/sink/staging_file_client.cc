@@ -132,10 +132,11 @@ void StagingFileClient::hand_over(bool last) {
   pending_.erase(0, static_cast<std::size_t>(size));
   handed_ += size;
   std::size_t covered = 0;
-  while (covered < ends_.size() && ends_[covered].first <= handed_) {
-    task.tokens.push_back(ends_[covered].second);
-    ++covered;
-  }
+  while (covered < ends_.size() && ends_[covered].first <= handed_) ++covered;
+  // The file's newest row is always reported with its last task: a checkpoint's drain waits
+  // for that row, so it cannot finish before the file is finished and in the ledger.
+  if (!last && covered == ends_.size() && in_block_.empty() && covered > 0) --covered;
+  for (std::size_t i = 0; i < covered; ++i) task.tokens.push_back(ends_[i].second);
   ends_.erase(ends_.begin(), ends_.begin() + static_cast<std::ptrdiff_t>(covered));
   {
     std::lock_guard lock(mu_);

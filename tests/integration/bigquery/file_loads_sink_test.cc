@@ -127,6 +127,20 @@ TEST_F(FileLoadsSinkIT, TheBuilderRefusesWhatFileLoadsCannotDo) {
   auto interval = builder(Schema(R"(, {"name": "span", "type": "INTERVAL"})"));
   EXPECT_THAT(std::string(interval.build_file_loads().status().message()), HasSubstr("span"));
   EXPECT_TRUE(builder().build_file_loads().ok());
+  // Each subtask loads its own files: a replacing disposition at parallelism 2 is refused when
+  // the writer starts.
+  auto truncate = builder();
+  FileLoadsOptions replace;
+  replace.staging_path = "gs://staging/x";
+  replace.write_disposition = WriteDisposition::kWriteTruncate;
+  truncate.file_loads_options(replace);
+  auto sink = truncate.build_file_loads();
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  testing::TestMailbox mailbox;
+  testing::FakeWriterInitContext two(mailbox, 0, 2);
+  auto refused = (*sink)->create_writer(two);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("parallelism 2"));
 }
 
 TEST_F(FileLoadsSinkIT, EachCheckpointLoadsItsRowsOnceAndARestoreLoadsNothingTwice) {

@@ -97,12 +97,12 @@ class LoadJobCommitterIT : public testing::BigQueryStagingTest {
   runtime::MetricRegistry registry_;
 };
 
-TEST_F(LoadJobCommitterIT, ACheckpointsFilesFromEverySubtaskLoadInOneJobAndAreThenDeleted) {
+TEST_F(LoadJobCommitterIT, EachWritersFilesOfACheckpointLoadInAJobOfTheirOwnAndAreThenDeleted) {
   auto c = committer(config());
   ASSERT_TRUE(commit(*c, {stage("s0-a.avro", 0, 5, 1), stage("s1-a.avro", 5, 7, 1)}).ok());
   EXPECT_EQ(rows(), 12u);
-  EXPECT_EQ(fake_->jobs().jobs_created(), 1) << "one load for one checkpoint and table";
-  EXPECT_EQ(metric("loadJobsSubmitted"), 1);
+  EXPECT_EQ(fake_->jobs().jobs_created(), 2) << "one load per committable";
+  EXPECT_EQ(metric("loadJobsSubmitted"), 2);
   EXPECT_EQ(metric("tablesCreated"), 1) << "the missing table was created before the load";
   EXPECT_EQ(fake_->gcs().object_count(), 0) << "staged files are deleted after the load";
 }

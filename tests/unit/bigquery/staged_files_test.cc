@@ -29,7 +29,7 @@ StagedFiles Files(std::vector<std::string> uris, std::int64_t checkpoint = 7,
 
 TEST(LoadJobIdTest, TheSameLoadGetsTheSameIdWhateverTheOrderOfItsFiles) {
   auto a = PlanLoads({Files({"gs://bkt/run/0-1.avro", "gs://bkt/run/1-1.avro"})});
-  auto b = PlanLoads({Files({"gs://bkt/run/1-1.avro"}), Files({"gs://bkt/run/0-1.avro"})});
+  auto b = PlanLoads({Files({"gs://bkt/run/1-1.avro", "gs://bkt/run/0-1.avro"})});
   ASSERT_TRUE(a.ok() && b.ok());
   ASSERT_EQ(a->size(), 1u);
   ASSERT_EQ(b->size(), 1u);
@@ -56,20 +56,28 @@ TEST(LoadJobIdTest, DistinctLoadsNeverShareAnId) {
   EXPECT_EQ(LoadJobId(kTable, "AVRO", files, -1).find("-c"), std::string::npos);
 }
 
-TEST(PlanLoadsTest, FilesAreGroupedPerCheckpointTableAndFormatInCheckpointOrder) {
+TEST(PlanLoadsTest, EachCommittableIsOneLoadInCheckpointOrderAndARedeliveryCountsOnce) {
   StagedFiles parquet = Files({"gs://bkt/p.parquet"}, 8);
   parquet.format = "PARQUET";
   auto plan = PlanLoads({Files({"gs://bkt/c8-a"}, 8), Files({"gs://bkt/c7-a"}, 7),
                          Files({"gs://bkt/c8-b"}, 8), Files({"gs://bkt/u"}, 8, kTable + "u"),
                          parquet, Files({"gs://bkt/c7-a"}, 7)});  // re-delivered: counted once
   ASSERT_TRUE(plan.ok()) << plan.status();
-  ASSERT_EQ(plan->size(), 4u);
+  ASSERT_EQ(plan->size(), 5u);
   EXPECT_EQ((*plan)[0].checkpoint_id, 7);
   EXPECT_EQ((*plan)[0].rows, 10);
-  EXPECT_EQ((*plan)[1].uris, (std::vector<std::string>{"gs://bkt/c8-a", "gs://bkt/c8-b"}));
-  EXPECT_EQ((*plan)[1].rows, 20);
-  EXPECT_EQ((*plan)[2].format, "PARQUET");
-  EXPECT_EQ((*plan)[3].table, kTable + "u");
+  EXPECT_EQ((*plan)[1].uris, (std::vector<std::string>{"gs://bkt/c8-a"}));
+  EXPECT_EQ((*plan)[2].uris, (std::vector<std::string>{"gs://bkt/c8-b"}))
+      << "two writers' files of one checkpoint are two loads";
+  EXPECT_EQ((*plan)[3].format, "PARQUET");
+  EXPECT_EQ((*plan)[4].table, kTable + "u");
+  // A restore at another parallelism hands both committables to one committer: the same two
+  // loads, with the same ids, as the two committers made.
+  auto alone_a = PlanLoads({Files({"gs://bkt/c8-a"}, 8)});
+  auto alone_b = PlanLoads({Files({"gs://bkt/c8-b"}, 8)});
+  ASSERT_TRUE(alone_a.ok() && alone_b.ok());
+  EXPECT_EQ((*alone_a)[0].job_id, (*plan)[1].job_id);
+  EXPECT_EQ((*alone_b)[0].job_id, (*plan)[2].job_id);
   // The end of a bounded input loads after every checkpoint.
   auto ordered = PlanLoads({Files({"gs://bkt/end"}, -1), Files({"gs://bkt/c3"}, 3)});
   ASSERT_TRUE(ordered.ok());
@@ -77,7 +85,7 @@ TEST(PlanLoadsTest, FilesAreGroupedPerCheckpointTableAndFormatInCheckpointOrder)
   EXPECT_EQ((*ordered)[1].checkpoint_id, -1);
   std::set<std::string> ids;
   for (const auto& load : *plan) ids.insert(load.job_id);
-  EXPECT_EQ(ids.size(), 4u);
+  EXPECT_EQ(ids.size(), 5u);
 }
 
 TEST(PlanLoadsTest, WhatNoLoadJobCanTakeIsRefused) {

@@ -166,6 +166,13 @@ TEST(BigQuerySpec, FileLoadsNeedAStagingPathAndACheckpointIntervalTheLoadQuotaAl
   ASSERT_TRUE(truncate_batch.ok()) << "a bounded file source without checkpointing loads once at "
                                       "its end: "
                                    << truncate_batch.status();
+  auto parallel_truncate =
+      Parse("parallelism: 2\n" + File(loads + "    write_disposition: WRITE_TRUNCATE\n"));
+  ASSERT_FALSE(parallel_truncate.ok());
+  EXPECT_THAT(std::string(parallel_truncate.status().message()), HasSubstr("parallelism"));
+  auto parallel_often = Parse("parallelism: 4\n" + File(loads) + checkpointing);
+  ASSERT_FALSE(parallel_often.ok()) << "30 s x 4 subtasks is more loads than 10 s allows";
+  EXPECT_THAT(std::string(parallel_often.status().message()), HasSubstr("parallelism (4)"));
   auto bad_path = Parse(File(std::string(kSchema) +
                              "  write_method: FILE_LOADS\n  file_loads: {staging_path: /tmp/x}\n"));
   ASSERT_FALSE(bad_path.ok());
