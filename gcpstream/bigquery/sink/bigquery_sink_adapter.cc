@@ -109,7 +109,9 @@ class BigQuerySinkAdapter final
   }
 
   absl::Status precheck(const BigQueryTableDestination& t, const BigQueryRow& row) override {
-    if (row.bytes.size() > kMaxRowBytes) {
+    // FILE_LOADS sends no AppendRows: its rows are bounded by the Avro block limit instead
+    // (AvroContainerWriter, 16 MB), checked by the staging client.
+    if (!config_.staging && row.bytes.size() > kMaxRowBytes) {
       // A failure of this row alone (never of the job): marked as a row error.
       absl::Status refused = absl::InvalidArgumentError(
           fmt::format("a row of {} bytes for {} cannot fit an AppendRows request (10 MB)",

@@ -53,6 +53,13 @@ absl::Status FileLoadsOptions::validate() const {
     return Invalid("staging_path", "is required: the gs://BUCKET[/PREFIX] files are staged under");
   }
   if (auto location = staging_location(); !location.ok()) return location.status();
+  // A load job reads '*' in a source URI as a wildcard (it could load objects this sink never
+  // staged), and '?', '#', '[' and ']' do not survive URLs: refused before anything is staged.
+  if (staging_path.find_first_of("*?#[]\r\n") != std::string::npos) {
+    return Invalid("staging_path",
+                   "must not contain *, ?, #, [, ] or line breaks (a load job reads * as a "
+                   "wildcard)");
+  }
   if (max_staging_file_bytes < (1LL << 20)) {
     return Invalid("max_staging_file_bytes", "must be at least 1 MiB (1048576)");
   }

@@ -124,11 +124,13 @@ absl::Status LoadJobCommitter::run(const PlannedLoad& load) {
   if (status.contains("errorResult")) {
     const nlohmann::json& e = status["errorResult"];
     return absl::FailedPreconditionError(fmt::format(
-        "the BigQuery load job {} into {} ({} file(s) of checkpoint {}) failed: {} ({}). A load "
+        "the BigQuery load job {} into {} ({} file(s) of {}) failed: {} ({}). A load "
         "is all or nothing: no row of it landed. The staged files are kept; a restart re-attaches "
         "to this same job and fails the same way, so fix the cause and start without state, "
         "rewinding the source",
-        load.job_id, load.table, load.uris.size(), load.checkpoint_id,
+        load.job_id, load.table, load.uris.size(),
+        load.checkpoint_id < 0 ? std::string("the end of input")
+                               : fmt::format("checkpoint {}", load.checkpoint_id),
         Str(e, "message").substr(0, 2000), Str(e, "reason")));
   }
   spdlog::info("BigQuery committer: load job {} put {} staged row(s) from {} file(s) into {}",

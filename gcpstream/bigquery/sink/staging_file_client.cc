@@ -120,9 +120,21 @@ void StagingFileClient::flush() {
 }
 
 void StagingFileClient::hand_over(bool last) {
-  const auto available = static_cast<std::int64_t>(pending_.size());
-  const std::int64_t size = last ? available : available / kQuantum * kQuantum;
-  if (size == 0 && !last) return;
+  // Whole chunks of at most chunk_bytes first (one large row must not make one huge request),
+  // then, when finishing, the rest.
+  const std::int64_t chunk = std::max(kQuantum, options_.chunk_bytes / kQuantum * kQuantum);
+  while (static_cast<std::int64_t>(pending_.size()) > chunk ||
+         (!last && static_cast<std::int64_t>(pending_.size()) == chunk)) {
+    hand_over_part(chunk, false);
+  }
+  if (last) {
+    hand_over_part(static_cast<std::int64_t>(pending_.size()), true);
+  } else if (static_cast<std::int64_t>(pending_.size()) >= kQuantum) {
+    hand_over_part(static_cast<std::int64_t>(pending_.size()) / kQuantum * kQuantum, false);
+  }
+}
+
+void StagingFileClient::hand_over_part(std::int64_t size, bool last) {
   Task task;
   task.object = object_;
   task.offset = handed_;

@@ -86,8 +86,10 @@ class StagingFileClient final : public connector::DestinationClient<BigQueryRow>
     std::vector<std::uint64_t> tokens;  // rows whose bytes end within this task
   };
   void begin_file();
-  // Hands the quantum-aligned part of pending_ (everything, with `last`) to the upload thread.
+  // Hands pending_ to the upload thread in tasks of at most chunk_bytes: the quantum-aligned
+  // part, or (with `last`) everything, the final task finishing the object.
   void hand_over(bool last);
+  void hand_over_part(std::int64_t size, bool last);
   void upload_loop();
   // Runs one task; OK or the failure that ended the file.
   absl::Status upload(Task& task);

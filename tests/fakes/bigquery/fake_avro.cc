@@ -214,6 +214,38 @@ absl::StatusOr<std::string> DecimalToTwosComplement(const std::string& text, int
   return std::string(mag.begin(), mag.end());
 }
 
+std::string DecimalFromTwosComplementLE(const std::string& bytes, int scale) {
+  std::vector<std::uint8_t> mag(bytes.begin(), bytes.end());
+  const bool negative = !mag.empty() && (mag.back() & 0x80) != 0;
+  if (negative) {  // two's complement negation
+    bool carry = true;
+    for (auto& b : mag) {
+      b = static_cast<std::uint8_t>(~b);
+      if (carry) {
+        carry = (++b == 0);
+      }
+    }
+  }
+  std::string digits;
+  while (std::any_of(mag.begin(), mag.end(), [](std::uint8_t b) { return b != 0; })) {
+    unsigned remainder = 0;
+    for (auto it = mag.rbegin(); it != mag.rend(); ++it) {
+      const unsigned cur = (remainder << 8) | *it;
+      *it = static_cast<std::uint8_t>(cur / 10);
+      remainder = cur % 10;
+    }
+    digits.push_back(static_cast<char>('0' + remainder));
+  }
+  while (digits.size() <= static_cast<std::size_t>(scale)) digits.push_back('0');
+  std::reverse(digits.begin(), digits.end());
+  std::string out = digits.substr(0, digits.size() - static_cast<std::size_t>(scale));
+  std::string frac = digits.substr(digits.size() - static_cast<std::size_t>(scale));
+  while (!frac.empty() && frac.back() == '0') frac.pop_back();
+  if (!frac.empty()) out += "." + frac;
+  if (negative && out != "0") out = "-" + out;
+  return out;
+}
+
 std::string AvroSchemaFor(const Schema& columns) {
   Field root;
   root.name = "__root__";

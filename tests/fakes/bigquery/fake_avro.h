@@ -49,6 +49,10 @@ class AvroRowsWriter {
 // A decimal string as the big-endian two's complement bytes of value x 10^scale (Avro's
 // decimal). INVALID_ARGUMENT for text that is not a decimal or has more fractional digits.
 absl::StatusOr<std::string> DecimalToTwosComplement(const std::string& text, int scale);
+// A little-endian two's complement integer (the Storage Write API's NUMERIC bytes; reverse
+// Avro's big-endian decimal first) as decimal text with `scale` fractional digits, trailing
+// fractional zeros dropped. Empty bytes read as 0.
+std::string DecimalFromTwosComplementLE(const std::string& bytes, int scale);
 
 }  // namespace gcpstream::testing::bigquery_fake
 

@@ -15,6 +15,7 @@
 #include "absl/time/civil_time.h"
 #include "gcpstream/util/json.h"
 #include "gcpstream/util/utf8.h"
+#include "tests/fakes/bigquery/fake_avro.h"
 
 namespace gcpstream::testing::bigquery_fake {
 namespace {
@@ -284,7 +285,9 @@ class Loader {
       const void* b = nullptr;
       std::size_t size = 0;
       avro_value_get_bytes(v, &b, &size);
-      const std::string text = BigEndianDecimal(static_cast<const char*>(b), size, scale);
+      std::string little(static_cast<const char*>(b), size);
+      std::reverse(little.begin(), little.end());
+      const std::string text = DecimalFromTwosComplementLE(little, scale);
       std::string_view integer = text;
       if (!integer.empty() && integer.front() == '-') integer.remove_prefix(1);
       integer = integer.substr(0, integer.find('.'));
@@ -349,37 +352,6 @@ class Loader {
     const std::int64_t seconds = micros_of_day / 1000000;
     return fmt::format("{:02}:{:02}:{:02}{}", seconds / 3600, seconds / 60 % 60, seconds % 60,
                        micros == 0 ? "" : fmt::format(".{:06}", micros));
-  }
-
-  // Big-endian two's complement x 10^-scale as decimal text, trailing fractional zeros cut.
-  static std::string BigEndianDecimal(const char* data, std::size_t size, int scale) {
-    std::vector<std::uint8_t> mag(data, data + size);
-    const bool negative = !mag.empty() && (mag.front() & 0x80) != 0;
-    if (negative) {
-      bool carry = true;
-      for (auto it = mag.rbegin(); it != mag.rend(); ++it) {
-        *it = static_cast<std::uint8_t>(~*it);
-        if (carry) carry = (++*it == 0);
-      }
-    }
-    std::string digits;
-    while (std::any_of(mag.begin(), mag.end(), [](std::uint8_t b) { return b != 0; })) {
-      unsigned remainder = 0;
-      for (auto& b : mag) {
-        const unsigned cur = (remainder << 8) | b;
-        b = static_cast<std::uint8_t>(cur / 10);
-        remainder = cur % 10;
-      }
-      digits.push_back(static_cast<char>('0' + remainder));
-    }
-    while (digits.size() <= static_cast<std::size_t>(scale)) digits.push_back('0');
-    std::reverse(digits.begin(), digits.end());
-    std::string out = digits.substr(0, digits.size() - static_cast<std::size_t>(scale));
-    std::string frac = digits.substr(digits.size() - static_cast<std::size_t>(scale));
-    while (!frac.empty() && frac.back() == '0') frac.pop_back();
-    if (!frac.empty()) out += "." + frac;
-    if (negative && out != "0") out = "-" + out;
-    return out;
   }
 
   bool logical_types_;

@@ -199,9 +199,13 @@ void FakeJobs::run(Job& job) {
   json& status = job.resource["status"];
   std::int64_t files = 0;
   const std::string project = job.resource["jobReference"]["projectId"];
-  absl::StatusOr<std::int64_t> rows = config.contains("load")
-                                          ? run_load(config["load"], project, &files)
-                                          : run_copy(config["copy"], project);
+  absl::StatusOr<std::int64_t> rows = absl::InternalError("not run");
+  try {  // a configuration field of the wrong JSON type fails the job, never leaves it running
+    rows = config.contains("load") ? run_load(config["load"], project, &files)
+                                   : run_copy(config["copy"], project);
+  } catch (const json::exception& e) {
+    rows = absl::InvalidArgumentError(std::string("Invalid job configuration: ") + e.what());
+  }
   status["state"] = "DONE";
   auto& stats = job.resource["statistics"];
   stats["endTime"] = std::to_string(absl::ToUnixMillis(absl::Now()));

@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "gcpstream/util/utf8.h"
 #include "google/cloud/bigquery/storage/v1/annotations.pb.h"
+#include "tests/fakes/bigquery/fake_avro.h"
 #include "tests/fakes/bigquery/fake_cdc.h"
 
 namespace gcpstream::testing::bigquery_fake {
@@ -112,40 +113,6 @@ absl::Status CheckMessage(const Descriptor& d, const Schema& columns, const std:
   }
   *refusal = RowDecoder::Refusal::kNone;
   return absl::OkStatus();
-}
-
-// A little-endian two's-complement integer as a decimal string with `scale` fractional digits,
-// trailing fractional zeros dropped.
-std::string DecimalFromBytes(const std::string& bytes, int scale) {
-  std::vector<std::uint8_t> mag(bytes.begin(), bytes.end());
-  const bool negative = !mag.empty() && (mag.back() & 0x80) != 0;
-  if (negative) {  // two's complement negation
-    bool carry = true;
-    for (auto& b : mag) {
-      b = static_cast<std::uint8_t>(~b);
-      if (carry) {
-        carry = (++b == 0);
-      }
-    }
-  }
-  std::string digits;
-  while (std::any_of(mag.begin(), mag.end(), [](std::uint8_t b) { return b != 0; })) {
-    unsigned remainder = 0;
-    for (auto it = mag.rbegin(); it != mag.rend(); ++it) {
-      const unsigned cur = (remainder << 8) | *it;
-      *it = static_cast<std::uint8_t>(cur / 10);
-      remainder = cur % 10;
-    }
-    digits.push_back(static_cast<char>('0' + remainder));
-  }
-  while (digits.size() <= static_cast<std::size_t>(scale)) digits.push_back('0');
-  std::reverse(digits.begin(), digits.end());
-  std::string out = digits.substr(0, digits.size() - static_cast<std::size_t>(scale));
-  std::string frac = digits.substr(digits.size() - static_cast<std::size_t>(scale));
-  while (!frac.empty() && frac.back() == '0') frac.pop_back();
-  if (!frac.empty()) out += "." + frac;
-  if (negative && out != "0") out = "-" + out;
-  return out;
 }
 
 // Validates a decimal's digits against the type: NUMERIC 29 integer and 9 fractional digits,
@@ -323,7 +290,8 @@ absl::StatusOr<nlohmann::json> Scalar(const Message& m, const FieldDescriptor& f
   }
   if (type == "NUMERIC" || type == "BIGNUMERIC") {
     if (is_bytes) {
-      return CheckDecimal(DecimalFromBytes(str(), type == "NUMERIC" ? 9 : 38), type, path);
+      return CheckDecimal(DecimalFromTwosComplementLE(str(), type == "NUMERIC" ? 9 : 38), type,
+                          path);
     }
     if (is_string) return CheckDecimal(text, type, path);
     if (is_float) {

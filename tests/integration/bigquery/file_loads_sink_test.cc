@@ -113,6 +113,9 @@ TEST_F(FileLoadsSinkIT, TheBuilderRefusesWhatFileLoadsCannotDo) {
   path.staging_path = "s3://elsewhere";
   bad_path.file_loads_options(path);
   EXPECT_EQ(bad_path.build_file_loads().status().code(), absl::StatusCode::kInvalidArgument);
+  path.staging_path = "gs://staging/x*";  // a load would read * as a wildcard
+  bad_path.file_loads_options(path);
+  EXPECT_THAT(std::string(bad_path.build_file_loads().status().message()), HasSubstr("wildcard"));
   EXPECT_THAT(std::string(builder().build().status().message()), HasSubstr("build_file_loads"));
   auto other_method = builder();
   other_method.write_method(WriteMethod::kStorageApiExactlyOnce);

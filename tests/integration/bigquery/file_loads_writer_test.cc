@@ -157,6 +157,24 @@ TEST_F(FileLoadsWriterIT, ARowALoadWouldRefuseGoesToTheFailureHandlerAndTheOther
   ASSERT_TRUE(writer->close().ok());
 }
 
+TEST_F(FileLoadsWriterIT, ARowOverTheAppendRowsLimitIsStagedInChunksAndLoads) {
+  // 11 MB: more than an AppendRows request takes (10 MB), less than an Avro block (16 MB).
+  auto writer = core();
+  auto m = row_type_->NewRow();
+  const auto* d = m->GetDescriptor();
+  m->GetReflection()->SetInt64(m.get(), d->FindFieldByName("id"), 7);
+  m->GetReflection()->SetString(m.get(), d->FindFieldByName("note"), std::string(11'000'000, 'n'));
+  ASSERT_TRUE(writer->write(kTable, BigQueryRow{m->SerializeAsString()}).ok());
+  ASSERT_TRUE(writer->write(kTable, row(8)).ok());
+  ASSERT_TRUE(writer->flush(false).ok());
+  auto committables = ledger_->prepare_commit_at(1);
+  ASSERT_EQ(committables.size(), 1u);
+  EXPECT_EQ(committables[0].rows, 2);
+  ASSERT_TRUE(load(committables).ok());
+  EXPECT_EQ(ids(kTable), (std::multiset<std::string>{"7", "8"}));
+  ASSERT_TRUE(writer->close().ok());
+}
+
 TEST_F(FileLoadsWriterIT, UnderTheDefaultHandlerARefusedRowFailsTheJobNamingTheColumn) {
   auto writer = core();
   ASSERT_TRUE(writer->write(kTable, row(2, /*with_id=*/false)).ok());
