@@ -44,12 +44,14 @@ struct LoadJobCommitterConfig {
 };
 
 // The FILE_LOADS committer (../shared/spec/bigquery.md, "File loads"): after a checkpoint
-// completed, its committables (StagedFiles) are grouped by PlanLoads into one load job per
-// checkpoint, table and format, run in checkpoint order, each to completion before the next:
+// completed, its committables (StagedFiles) become load jobs through PlanLoads, one per
+// committable, run in checkpoint order, each to completion before the next:
 //  - before a table's first load in this committer's life it is reconciled: tables.get; a
-//    missing table is created with `schema` under CREATE_IF_NEEDED (409 counts as created)
-//    and fails the commit under CREATE_NEVER. The load then carries the live table's schema
-//    (with WRITE_TRUNCATE: `schema`, which replaces the table's) with useAvroLogicalTypes.
+//    missing table is created with `schema` under CREATE_IF_NEEDED (409 counts as created;
+//    reading it back waits on the recovery schedule) and fails the commit under CREATE_NEVER.
+//    The load then carries the live table's schema (with WRITE_TRUNCATE: `schema`, which
+//    replaces the table's) with useAvroLogicalTypes, and the jobs calls carry the table's
+//    location.
 //    Widening the live schema with the serializer's (schemaUpdateOptions) is not built: a
 //    staged column the table lacks is ignored by the load, as BigQuery does;
 //  - jobs.insert with the plan's deterministic job id (LoadJobId). A 409 means an earlier
