@@ -182,22 +182,17 @@ int main(int argc, char** argv) {
       "chunks, 16 MiB files; %d interleaved repetitions after a warm-up; medians (spread)\n",
       static_cast<long long>(n), repetitions);
   std::printf("%-38s %12s %24s\n", "client", "rows/s", "CPU-s per 100k rows");
-  for (const char* side : {"raw", "sink"}) once(side, n / 4);
-  std::vector<double> rate[2], cpu[2];
-  const char* sides[2] = {"raw", "sink"};
-  for (int r = 0; r < repetitions; ++r) {
-    for (int s = 0; s < 2; ++s) {
-      Measurement m = once(sides[s], n);
-      rate[s].push_back(n / m.wall_s);
-      cpu[s].push_back(m.cpu_s * 100000.0 / n);
-    }
-  }
-  PrintRow("raw stage-and-load loop", rate[0], cpu[0]);
-  PrintRow("sink, FILE_LOADS (1 s ckpt)", rate[1], cpu[1]);
-  const double spread = std::max(Spread(rate[0]), Spread(rate[1]));
+  for (const char* side : {"raw", "sink"}) once(side, n / 4);  // warm-up
+  auto c = gcpstream::bench::Interleave(
+      repetitions, static_cast<double>(n), [&] { return once("raw", n); },
+      [&] { return once("sink", n); });
+  PrintRow("raw stage-and-load loop", c.base_rate, c.base_cpu);
+  PrintRow("sink, FILE_LOADS (1 s ckpt)", c.rate, c.cpu);
+  const double spread = std::max(Spread(c.base_rate), Spread(c.rate));
   std::printf("FILE_LOADS / raw throughput %.3f (goal >= 0.85)%s; CPU per row %.3f\n",
-              Median(rate[1]) / Median(rate[0]), spread > 0.10 ? " inconclusive: spread > 10%" : "",
-              Median(cpu[1]) / Median(cpu[0]));
+              Median(c.rate) / Median(c.base_rate),
+              spread > 0.10 ? " inconclusive: spread > 10%" : "",
+              Median(c.cpu) / Median(c.base_cpu));
   fake.Stop();
   return 0;
 }

@@ -13,18 +13,8 @@
 namespace gcpstream::bigquery {
 namespace {
 
-// "projects/P/datasets/D/tables/T" as a TableRef (PlanLoads checked the shape).
-TableRef RefOf(const std::string& path) {
-  TableRef t;
-  std::vector<std::string> parts;
-  std::size_t at = 0;
-  for (std::size_t slash; (slash = path.find('/', at)) != std::string::npos; at = slash + 1) {
-    parts.push_back(path.substr(at, slash - at));
-  }
-  parts.push_back(path.substr(at));
-  if (parts.size() == 6) t = TableRef::of(parts[1], parts[3], parts[5]);
-  return t;
-}
+// A planned load's table (PlanLoads refused every other shape).
+TableRef RefOf(const std::string& path) { return StagedTableOf(path).value_or(TableRef()); }
 
 bool Retriable(const absl::Status& s) {
   return TransientCode(s.code()) && ErrorReasonOf(s) != "quotaExceeded";

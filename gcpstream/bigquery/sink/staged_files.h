@@ -2,12 +2,14 @@
 #define GCPSTREAM_BIGQUERY_SINK_STAGED_FILES_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "gcpstream/api/versioned_serializer.h"
+#include "gcpstream/connector/destinations.h"
 
 // The FILE_LOADS write method's committable and the load plan built from committables
 // (LoadJobCommitter runs the plan). The staging writer that produces them is not built yet
@@ -30,6 +32,10 @@ struct StagedFiles {
 
   friend bool operator==(const StagedFiles&, const StagedFiles&) = default;
 };
+
+// A committable's table, "projects/P/datasets/D/tables/T", split; nothing for any other shape
+// (a missing or empty part, an extra segment).
+std::optional<connector::BigQueryTableDestination> StagedTableOf(std::string_view name);
 
 // Version 1: table, format, uris, rows, bytes, checkpoint id. serialize() refuses (INTERNAL) a
 // committable a restore could not take back: a table that is not projects/P/datasets/D/tables/T,

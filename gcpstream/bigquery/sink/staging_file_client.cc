@@ -59,11 +59,11 @@ void StagingFileClient::submit(BigQueryRow&& row, std::uint64_t token) {
     failed = failed_;
   }
   if (!failed.ok()) return report({token}, failed);
-  std::string datum;
-  absl::Status encoded = encoder_->encode(row.bytes, &datum);
+  datum_.clear();  // reused: no allocation per row once it has grown
+  absl::Status encoded = encoder_->encode(row.bytes, &datum_);
   if (encoded.ok()) {
     if (!file_) begin_file();
-    encoded = file_->add(datum, &pending_);
+    encoded = file_->add(datum_, &pending_);
   }
   if (!encoded.ok()) {
     // This row alone cannot be loaded: a record-level failure, handed back for the handler.

@@ -106,6 +106,7 @@ class StagingFileClient final : public connector::DestinationClient<BigQueryRow>
   // Writer-thread state of the open file.
   std::unique_ptr<staging::AvroContainerWriter> file_;
   std::string object_;
+  std::string datum_;        // the row being added, reused across rows
   std::string pending_;      // container bytes not yet handed over
   std::int64_t handed_ = 0;  // bytes of the file handed to the upload thread
   std::int64_t file_rows_ = 0;
