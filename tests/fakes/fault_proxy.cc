@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <random>
 #include <thread>
 
@@ -28,6 +29,7 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
  public:
   ProxyCall(FaultProxy* proxy, grpc::GenericCallbackServerContext* ctx)
       : proxy_(proxy), ctx_(ctx), decision_(proxy->decide(ctx->method())) {
+    proxy_->call_began();
     using A = FaultRule::Action;
     const auto& rule = decision_.rule;
     if (decision_.faulted && rule.action == A::kReturnStatus) {
@@ -258,6 +260,8 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
     upstream_->RemoveHold();
   }
 
+  ~ProxyCall() override { proxy_->call_freed(); }
+
   // The call is deleted when the server side and (if started) the upstream side are both done.
   void release() {
     bool last;
@@ -328,6 +332,13 @@ absl::StatusOr<std::unique_ptr<FaultProxy>> FaultProxy::start(const std::string&
 
 FaultProxy::~FaultProxy() {
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  // Shutdown cancels the calls still open, and each cancels its upstream half; wait for both
+  // halves, whose last callbacks may still be queued on gRPC's threads.
+  std::unique_lock lock(calls_mu_);
+  if (!calls_cv_.wait_for(lock, std::chrono::seconds(30), [this] { return live_calls_ == 0; })) {
+    std::fprintf(stderr, "fault proxy: %d proxied call(s) still open 30 s after shutdown\n",
+                 live_calls_);
+  }
 }
 
 std::string FaultProxy::endpoint() const { return fmt::format("127.0.0.1:{}", port_); }
@@ -344,6 +355,17 @@ grpc::GenericStub& FaultProxy::stub(const std::string& method) {
   std::lock_guard lock(mu_);
   if (auto it = routes_.find(method); it != routes_.end()) return *it->second;
   return *stub_;
+}
+
+void FaultProxy::call_began() {
+  std::lock_guard lock(calls_mu_);
+  ++live_calls_;
+}
+
+void FaultProxy::call_freed() {
+  // Notified under the lock: once the count reads zero the destructor may free calls_cv_.
+  std::lock_guard lock(calls_mu_);
+  if (--live_calls_ == 0) calls_cv_.notify_all();
 }
 
 void FaultProxy::add_rule(FaultRule rule) {

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -77,6 +78,11 @@ class FaultProxy {
   };
   Decision decide(const std::string& method);
   grpc::GenericStub& stub(const std::string& method);
+  // Internal: a proxied call began / was freed. The destructor waits for every call to be
+  // freed, so no call (or its upstream half, whose completion may come on a gRPC thread after
+  // the client already has its status) outlives the proxy it points to.
+  void call_began();
+  void call_freed();
 
  private:
   class Service;
@@ -97,6 +103,9 @@ class FaultProxy {
   std::vector<ActiveRule> rules_;
   std::map<std::string, int> calls_;
   std::atomic<int> faults_{0};
+  std::mutex calls_mu_;
+  std::condition_variable calls_cv_;
+  int live_calls_ = 0;  // guarded by calls_mu_
 };
 
 }  // namespace gcpstream::testing
