@@ -12,8 +12,20 @@ PipelineRecord BigQueryReadRowToPipelineRecord(const bigquery::BigQueryReadRow& 
 
 absl::StatusOr<PipelineSource> MakeBigQueryPipelineSource(const BigQuerySourceSpec& spec) {
   auto builder = bigquery::BigQuerySource<PipelineRecord>::builder();
-  builder.table(connector::BigQueryTableDestination::of(spec.project, spec.dataset, spec.table))
-      .selected_fields(spec.selected_fields)
+  if (spec.query.empty()) {
+    builder.table(connector::BigQueryTableDestination::of(spec.project, spec.dataset, spec.table));
+  } else {
+    builder.query(spec.query).parent_project(spec.project);
+    if (!spec.query_location.empty()) builder.query_location(spec.query_location);
+    if (!spec.query_result_dataset.empty()) {
+      builder.query_result_dataset(spec.query_result_dataset);
+    }
+    if (spec.reuse_query_result_within.count() > 0) {
+      builder.reuse_query_result_within(spec.reuse_query_result_within, spec.job_name);
+    }
+    if (spec.emulator_rest_endpoint) builder.emulator_rest_endpoint(*spec.emulator_rest_endpoint);
+  }
+  builder.selected_fields(spec.selected_fields)
       .row_restriction(spec.row_restriction)
       .max_stream_count(spec.max_stream_count)
       .preferred_min_stream_count(spec.preferred_min_stream_count)

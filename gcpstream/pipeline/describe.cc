@@ -77,11 +77,22 @@ std::string SourceLine(const SourceSpec& source) {
                                                  absl::FromUnixMicros(*q->snapshot_time_us),
                                                  absl::UTCTimeZone()));
     }
+    const std::string read =
+        q->query.empty()
+            ? connector::BigQueryTableDestination::of(q->project, q->dataset, q->table)
+                  .resource_name()
+            : fmt::format(
+                  "query \"{}\" (run once as a query job in project {}{}{}; its result "
+                  "table read)",
+                  q->query, q->project, q->query_location.empty() ? "" : " at " + q->query_location,
+                  q->reuse_query_result_within.count() > 0
+                      ? ", the same job reused by attempts within " +
+                            FormatDuration(q->reuse_query_result_within)
+                      : "");
     return fmt::format(
         "bigquery {} {}(bounded, one read session of Avro streams as splits, a restore resumes "
         "each stream at its checkpointed offset{})",
-        connector::BigQueryTableDestination::of(q->project, q->dataset, q->table).resource_name(),
-        what.empty() ? std::string() : fmt::format("{} ", fmt::join(what, ", ")),
+        read, what.empty() ? std::string() : fmt::format("{} ", fmt::join(what, ", ")),
         q->emulator_endpoint ? ", emulator " + *q->emulator_endpoint : "");
   }
   if (const auto* b = std::get_if<BigtableSourceSpec>(&source)) {
@@ -245,8 +256,10 @@ std::vector<std::pair<std::string, LineageVertex>> PipelineLineage(const Pipelin
     v.role = LineageVertex::Role::kSource;
     v.connector = "bigquery";
     v.bounded = true;
-    v.datasets.push_back(connector::BigQueryDataset(
-        connector::BigQueryTableDestination::of(q->project, q->dataset, q->table)));
+    if (q->query.empty()) {  // a query's result table is known once its job ran
+      v.datasets.push_back(connector::BigQueryDataset(
+          connector::BigQueryTableDestination::of(q->project, q->dataset, q->table)));
+    }
     out.emplace_back("source", std::move(v));
   } else if (const auto* b = std::get_if<BigtableSourceSpec>(&spec.source)) {
     LineageVertex v;

@@ -60,12 +60,16 @@ void ParseColumns(YamlMap& parent, const std::string& key, int depth,
 
 }  // namespace
 
-void ParseBigQueryDataset(YamlMap& m, std::string& project, std::string& dataset) {
+void ParseBigQueryProject(YamlMap& m, std::string& project) {
   project = m.required_string("project");
-  dataset = m.required_string("dataset");
   if (!project.empty()) {
     m.check("project", CheckId(project, "project id", R"([a-z][a-z0-9\-.:]*)"));
   }
+}
+
+void ParseBigQueryDataset(YamlMap& m, std::string& project, std::string& dataset) {
+  ParseBigQueryProject(m, project);
+  dataset = m.required_string("dataset");
   if (!dataset.empty()) m.check("dataset", CheckId(dataset, "dataset id", R"([A-Za-z0-9_]+)"));
 }
 

@@ -2,18 +2,48 @@
 #include <fmt/format.h>
 
 #include "absl/time/time.h"
+#include "gcpstream/bigquery/admin/table_admin_factory.h"
 #include "gcpstream/bigquery/sink/bigquery_writer_options.h"
 #include "gcpstream/bigquery/source/bigquery_read_options.h"
 #include "gcpstream/pipeline/internal/spec_sections.h"
 
 namespace gcpstream::pipeline::internal {
 
+namespace {
+
+// `query:` instead of `dataset:` and `table:`: the job runs in `project`.
+void ParseQueryRoute(YamlMap& m, BigQuerySourceSpec& spec) {
+  spec.query = m.required_string("query");
+  ParseBigQueryProject(m, spec.project);
+  for (const char* key : {"dataset", "table"}) {
+    if (m.has(key)) {
+      m.check(key, absl::InvalidArgumentError(
+                       "a query source reads what its query names: drop `dataset` and `table`"));
+    }
+  }
+  spec.query_location = m.string("query_location", "");
+  spec.query_result_dataset = m.string("query_result_dataset", "");
+  spec.reuse_query_result_within =
+      m.duration("reuse_query_result_within", std::chrono::milliseconds(0),
+                 DurationRange{std::chrono::milliseconds(1), std::chrono::hours(24), true});
+  spec.emulator_rest_endpoint = m.optional_string("emulator_rest_endpoint");
+  if (spec.emulator_rest_endpoint) {
+    m.check("emulator_rest_endpoint", bigquery::ValidateRestEndpoint(*spec.emulator_rest_endpoint));
+  }
+}
+
+}  // namespace
+
 BigQuerySourceSpec ParseBigQuerySource(YamlMap& m) {
   BigQuerySourceSpec spec;
   YamlContext& ctx = m.context();
-  ParseBigQueryDataset(m, spec.project, spec.dataset);
-  spec.table = m.required_string("table");
-  if (!spec.table.empty()) m.check("table", bigquery::ValidateTableId(spec.table));
+  if (m.has("query")) {
+    ParseQueryRoute(m, spec);
+  } else {
+    ParseBigQueryDataset(m, spec.project, spec.dataset);
+    spec.table = m.required_string("table");
+    if (!spec.table.empty()) m.check("table", bigquery::ValidateTableId(spec.table));
+  }
   spec.parent_project = m.optional_string("parent_project");
   spec.selected_fields = m.string_list("selected_fields");
   spec.row_restriction = m.string("row_restriction", "");
@@ -49,6 +79,18 @@ BigQuerySourceSpec ParseBigQuerySource(YamlMap& m) {
     options.table = "projects/p/datasets/d/tables/t";
     options.selected_fields = spec.selected_fields;
     m.check("selected_fields", options.validate());
+  }
+  if (!spec.query.empty()) {
+    // The builder's query-route checks (snapshot_time, the window's location), at the key.
+    bigquery::BigQueryReadOptions options;
+    options.query = spec.query;
+    options.parent_project = spec.parent_project.value_or(spec.project);
+    options.query_location = spec.query_location;
+    options.query_result_dataset = spec.query_result_dataset;
+    options.reuse_query_result_within = spec.reuse_query_result_within;
+    options.job_name = "pipeline";  // the pipeline's `name:`, never empty
+    if (spec.snapshot_time_us) options.snapshot_time = absl::FromUnixMicros(*spec.snapshot_time_us);
+    m.check("query", options.validate());
   }
   return spec;
 }

@@ -102,9 +102,17 @@ struct BigtableSourceSpec {
 
 // `source: {type: bigquery}`: a table read once through the Storage Read API (BigQuerySource).
 struct BigQuerySourceSpec {
-  std::string project;
-  std::string dataset;
-  std::string table;
+  std::string project;  // the table's; with `query`, the project the job runs and is billed in
+  std::string dataset;  // empty with `query`
+  std::string table;    // empty with `query`
+  // The query route: the query, its job's location and result dataset, the reuse window (0:
+  // off) and the pipeline's name the reusable job id is derived from (set from `name:`).
+  std::string query;
+  std::string query_location;
+  std::string query_result_dataset;
+  std::chrono::milliseconds reuse_query_result_within{0};
+  std::string job_name;
+  std::optional<std::string> emulator_rest_endpoint;
   std::optional<std::string> parent_project;
   std::vector<std::string> selected_fields;
   std::string row_restriction;

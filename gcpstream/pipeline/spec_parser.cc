@@ -177,6 +177,8 @@ absl::StatusOr<PipelineSpec> ParsePipelineSpec(const std::string& text,
   spec.parallelism = static_cast<int>(top.integer("parallelism", 1, IntRange{1, 1024}));
   if (!top.has("source")) ctx.fail(root.Mark(), "source", "required key is missing");
   spec.source = internal::ParseSource(top.map("source"));
+  // The reusable query job id of a BigQuery query source is derived from the pipeline's name.
+  if (auto* q = std::get_if<BigQuerySourceSpec>(&spec.source)) q->job_name = spec.name;
   spec.transform = internal::ParseTransform(top.map("transform"));
   if (!top.has("sink")) ctx.fail(root.Mark(), "sink", "required key is missing");
   spec.sink = internal::ParseSink(top.map("sink"));

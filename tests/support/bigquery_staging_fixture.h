@@ -28,6 +28,21 @@ class BigQueryStagingTest : public ::testing::Test {
                                                     connector::MakeNoCredentials());
   }
 
+  // Polls jobs.get for job `id` of project p until it is DONE (at most 20 polls; the fake's jobs
+  // finish after pollsUntilDone gets), failing the test with the last state otherwise.
+  nlohmann::json await_job(const std::string& id) {
+    nlohmann::json job;
+    for (int i = 0; i < 20; ++i) {
+      auto got = admin_->get_job("p", id, "");
+      EXPECT_TRUE(got.ok()) << got.status();
+      if (!got.ok()) return nlohmann::json();
+      job = *got;
+      if (job["status"]["state"] == "DONE") return job;
+    }
+    ADD_FAILURE() << "job " << id << " not DONE after 20 polls: " << job.dump();
+    return job;
+  }
+
   std::unique_ptr<BigQueryFake> fake_;
   std::shared_ptr<bigquery::TableAdmin> admin_;
   std::shared_ptr<gcs::StorageClient> storage_;

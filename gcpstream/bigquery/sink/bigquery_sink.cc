@@ -15,16 +15,6 @@ absl::StatusOr<std::shared_ptr<BigQueryWriteStub>> MakeBigQueryWriteStub(
   return MakeGrpcBigQueryWriteStub(std::move(channel));
 }
 
-absl::StatusOr<std::shared_ptr<TableAdmin>> MakeTableAdmin(
-    const connector::ClientOptions& client, const std::optional<std::string>& emulator_rest) {
-  if (emulator_rest) {
-    return std::make_shared<TableAdmin>(*emulator_rest, connector::MakeNoCredentials());
-  }
-  GCP_ASSIGN_OR_RETURN(std::shared_ptr<connector::AccessTokenSource> credentials,
-                       connector::MakeAccessTokenSource(client));
-  return std::make_shared<TableAdmin>(kBigQueryRestEndpoint, std::move(credentials));
-}
-
 absl::StatusOr<std::shared_ptr<gcs::StorageClient>> MakeStorageClient(
     const connector::ClientOptions& client, const std::optional<std::string>& emulator_rest) {
   if (emulator_rest) {

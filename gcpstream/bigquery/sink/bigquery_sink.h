@@ -32,12 +32,10 @@
 namespace gcpstream::bigquery {
 
 // The clients a writer uses, made when it starts (credentials are read then): the Storage Write
-// stub over one channel, and the REST table client. With an emulator endpoint set, the REST
-// endpoint must be too (plaintext, no credentials).
+// stub over one channel, and the REST table client (MakeTableAdmin). With an emulator endpoint set,
+// the REST endpoint must be too (plaintext, no credentials).
 absl::StatusOr<std::shared_ptr<BigQueryWriteStub>> MakeBigQueryWriteStub(
     const connector::ClientOptions& client);
-absl::StatusOr<std::shared_ptr<TableAdmin>> MakeTableAdmin(
-    const connector::ClientOptions& client, const std::optional<std::string>& emulator_rest);
 // The Cloud Storage client FILE_LOADS stages with: the production endpoint with the client's
 // credentials, or the emulator REST endpoint (the BigQuery fake serves Cloud Storage there).
 absl::StatusOr<std::shared_ptr<gcs::StorageClient>> MakeStorageClient(

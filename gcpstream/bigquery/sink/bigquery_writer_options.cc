@@ -112,13 +112,4 @@ absl::Status ValidateTableId(const std::string& id) {
   return absl::OkStatus();
 }
 
-absl::Status ValidateRestEndpoint(const std::string& url) {
-  static const RE2 kUrl(R"((http://[^/\s:@]+:\d{1,5}|https://[^/\s:@]+(:\d{1,5})?))");
-  if (!RE2::FullMatch(url, kUrl)) {
-    return absl::InvalidArgumentError(fmt::format(
-        "BigQuery REST endpoint \"{}\" is not http://host:port (or https://host[:port])", url));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace gcpstream::bigquery

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "gcpstream/bigquery/admin/table_admin_factory.h"
 #include "gcpstream/bigquery/schema/table_schema.h"
 #include "gcpstream/connector/recovery_backoff.h"
 
@@ -38,9 +39,6 @@ struct TableCreateOptions {
 // INVALID_ARGUMENT unless `id` is a BigQuery table id: letters, digits, underscores, dashes and
 // spaces, 1 to 1,024 bytes (https://cloud.google.com/bigquery/docs/tables#table_naming).
 absl::Status ValidateTableId(const std::string& id);
-
-// INVALID_ARGUMENT unless `url` is "http://host:port" or "https://host[:port]" (no path).
-absl::Status ValidateRestEndpoint(const std::string& url);
 
 // Tuning of the STORAGE_API_AT_LEAST_ONCE writer (DefaultStreamOptions) and the shared writer
 // caps. Defaults are the reference's.

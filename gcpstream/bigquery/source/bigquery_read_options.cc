@@ -1,20 +1,34 @@
 #include "gcpstream/bigquery/source/bigquery_read_options.h"
 
+#include <re2/re2.h>
+
 #include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "gcpstream/api/status_macros.h"
 
 namespace gcpstream::bigquery {
 
 absl::Status BigQueryReadOptions::validate() const {
   constexpr char kWho[] = "BigQuerySource: ";
-  std::vector<std::string> parts = absl::StrSplit(table, '/');
-  if (parts.size() != 6 || parts[0] != "projects" || parts[2] != "datasets" ||
-      parts[4] != "tables" || parts[1].empty() || parts[3].empty() || parts[5].empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(kWho, "table must be projects/P/datasets/D/tables/T, got '", table, "'"));
+  if (query.empty()) {
+    std::vector<std::string> parts = absl::StrSplit(table, '/');
+    if (parts.size() != 6 || parts[0] != "projects" || parts[2] != "datasets" ||
+        parts[4] != "tables" || parts[1].empty() || parts[3].empty() || parts[5].empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kWho, "table must be projects/P/datasets/D/tables/T, got '", table, "'"));
+    }
+    if (!query_location.empty() || !query_result_dataset.empty() ||
+        reuse_query_result_within.count() != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          kWho,
+          "query_location, query_result_dataset and reuse_query_result_within apply to a "
+          "query source only (set query(...))"));
+    }
+  } else {
+    GCP_RETURN_IF_ERROR(validate_query());
   }
   if (max_stream_count < 0 || preferred_min_stream_count < 0) {
     return absl::InvalidArgumentError(
@@ -47,6 +61,54 @@ absl::Status BigQueryReadOptions::validate() const {
   if (row_restriction.size() > (1 << 20)) {
     return absl::InvalidArgumentError(
         absl::StrCat(kWho, "row_restriction is ", row_restriction.size(), " bytes; at most 1 MiB"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BigQueryReadOptions::validate_query() const {
+  constexpr char kWho[] = "BigQuerySource: ";
+  if (!table.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(kWho, "set table(...) or query(...), not both"));
+  }
+  if (parent_project.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kWho,
+                     "a query source needs parent_project: the query names no table to take the "
+                     "project from, and its job and read session are billed to it"));
+  }
+  if (snapshot_time) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        kWho,
+        "snapshot_time cannot go with query: the result table is created by the query and "
+        "has no earlier version; write FOR SYSTEM_TIME AS OF in the query instead"));
+  }
+  if (query.size() > (1 << 20)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kWho, "the query is ", query.size(), " bytes; BigQuery takes at most 1 MiB"));
+  }
+  static const RE2 kDataset("[A-Za-z0-9_]+");
+  if (!query_result_dataset.empty() && (query_result_dataset.size() > 1024 ||
+                                        !RE2::FullMatch(query_result_dataset, kDataset))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kWho, "query_result_dataset '", query_result_dataset,
+                     "' is not a dataset id (letters, digits and underscores) of parent_project"));
+  }
+  const auto window = reuse_query_result_within;
+  if (window.count() < 0 || window > std::chrono::hours(24)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kWho,
+                     "reuse_query_result_within must be positive and at most 24 h (a query result "
+                     "expires after about a day, so a longer window could never reuse one)"));
+  }
+  if (window.count() > 0 && query_location.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kWho,
+                     "reuse_query_result_within needs query_location: BigQuery scopes a job to its "
+                     "location, and a look-up without one sees only the US multi-region"));
+  }
+  if (window.count() > 0 && job_name.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kWho, "reuse_query_result_within needs the job name the id is derived from"));
   }
   return absl::OkStatus();
 }

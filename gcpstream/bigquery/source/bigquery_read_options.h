@@ -15,9 +15,31 @@ namespace gcpstream::bigquery {
 // What the read session asks for and how its streams are read (BigQuerySource's options; the
 // names follow the spec's BigQuerySource.builder()).
 struct BigQueryReadOptions {
-  // projects/P/datasets/D/tables/T — the table read.
+  // projects/P/datasets/D/tables/T — the table read. Empty on the query route, where the
+  // enumerator fills in the table the query's result landed in.
   std::string table;
-  // The project the session belongs to and is billed to [the table's].
+  // The query route, instead of `table`: this GoogleSQL query runs once as a query job (from the
+  // enumerator, before the session is created; a restore never runs it again) and the session
+  // reads its result. Billed twice: the bytes the query scans, then the bytes the session reads.
+  std::string query;
+  // The location the query job runs in [BigQuery infers it from the tables the query names].
+  std::string query_location;
+  // A dataset of parent_project the result lands in, as table gcpstream_result_<job id>, expiring
+  // after 24 h [BigQuery's anonymous dataset: no storage charge, readable only by the identity
+  // that ran the query].
+  std::string query_result_dataset;
+  // Attempts of the same job_name and query configuration inside this window share one query
+  // job, so a re-plan before the first checkpoint does not bill the query again [0: off]. At most
+  // 24 h (both places a result lands expire after about a day); needs query_location, because
+  // BigQuery finds a job outside the US multi-region only with its location.
+  std::chrono::milliseconds reuse_query_result_within{0};
+  // The pipeline's name, part of the reusable query job id (needed with the window).
+  std::string job_name;
+  // Polls of a running query job back off from the first to the second [1 s, 30 s].
+  std::chrono::milliseconds query_poll_initial{1000};
+  std::chrono::milliseconds query_poll_max{30000};
+  // The project the session belongs to and is billed to [the table's]. Required with `query`,
+  // which names no table to take it from, and whose job is billed to it too.
   std::string parent_project;
   // The columns read, as top-level or dotted nested names [every column]. BigQuery applies the
   // projection when the session is created: the rest is neither sent nor metered.
@@ -46,11 +68,18 @@ struct BigQueryReadOptions {
   // cancelled and resumed at its offset, as a retry without progress [60 s].
   std::chrono::milliseconds stall_timeout{std::chrono::seconds(60)};
 
-  // INVALID_ARGUMENT naming the option: a table that is not projects/P/datasets/D/tables/T,
+  // INVALID_ARGUMENT naming the option: neither or both of table and query; a table that is not
+  // projects/P/datasets/D/tables/T; on the query route, no parent_project, a snapshot_time (the
+  // result table has no earlier version: put FOR SYSTEM_TIME AS OF in the query), a window
+  // without query_location or job_name or outside (0, 24 h], a result dataset that is not a
+  // dataset id, a query over 1 MiB; the query options without a query;
   // a negative stream count, preferred_min_stream_count above max_stream_count (BigQuery
   // refuses it too), max_records_per_fetch or retry_max_attempts below 1, an empty or repeated
   // selected field, a restriction over 1 MiB.
   absl::Status validate() const;
+
+ private:
+  absl::Status validate_query() const;
 };
 
 }  // namespace gcpstream::bigquery

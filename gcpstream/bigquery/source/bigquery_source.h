@@ -17,6 +17,7 @@
 #include "gcpstream/api/pull_source_reader.h"
 #include "gcpstream/api/source.h"
 #include "gcpstream/api/status_macros.h"
+#include "gcpstream/bigquery/admin/table_admin_factory.h"
 #include "gcpstream/bigquery/client/read_stub.h"
 #include "gcpstream/bigquery/source/bigquery_read_options.h"
 #include "gcpstream/bigquery/source/bigquery_read_row.h"
@@ -48,6 +49,11 @@ using BigQueryReadRowDeserializer =
 //       .build();
 //   env.from_source(*source, WatermarkStrategy<Flight>::no_watermarks(), "flights");
 //
+// The query route (.query("SELECT ...").parent_project("p")) runs the query as a BigQuery job
+// first and reads its result table; see BigQueryReadOptions::query for what it costs and
+// ReadSessionEnumerator for when it runs. A view cannot be read as a table (the Storage Read API
+// refuses it): read it through a query.
+//
 // Plan: the coordinator creates one read session (Avro rows), exactly once — the checkpointed
 // enumerator state says it exists, and a restore adopts it instead of pinning a second snapshot.
 // BigQuery decides how many streams the session has (max_stream_count caps it,
@@ -64,7 +70,8 @@ using BigQueryReadRowDeserializer =
 // Metrics (each reader): numRecordsIn (the runtime's), rowsRead, bytesRead (Avro bytes as they
 // arrived), recordsSkipped, readRetries; the coordinator's: readSessionsCreated (1 fresh, 0
 // restored: any other value means a second snapshot), queryJobsSubmitted, queryJobsReattached,
-// splitsAssigned, splitsReturned, unassignedSplits. Lineage: the table (kind bigquery-table).
+// splitsAssigned, splitsReturned, unassignedSplits. Lineage: the table (kind bigquery-table); a
+// query source names none.
 // docs/bigquery.md, "The source". Immutable once built; thread-safe.
 template <typename T>
 class BigQuerySource final : public Source<T, ReadStreamSplit, BigQueryReadEnumState>,
@@ -74,6 +81,45 @@ class BigQuerySource final : public Source<T, ReadStreamSplit, BigQueryReadEnumS
    public:
     Builder& table(connector::BigQueryTableDestination table) {
       table_ = std::move(table);
+      return *this;
+    }
+    // The query route instead of table(...): runs this GoogleSQL query as a job once, from the
+    // coordinator's planning call, then reads the table its result landed in. Needs
+    // parent_project, and with emulator_endpoint also emulator_rest_endpoint (the job is REST).
+    Builder& query(std::string sql) {
+      options_.query = std::move(sql);
+      return *this;
+    }
+    // Query route: the location the job runs in [inferred by BigQuery from the query's tables].
+    Builder& query_location(std::string location) {
+      options_.query_location = std::move(location);
+      return *this;
+    }
+    // Query route: a dataset of parent_project for the result (a table expiring after 24 h)
+    // [BigQuery's anonymous dataset].
+    Builder& query_result_dataset(std::string dataset) {
+      options_.query_result_dataset = std::move(dataset);
+      return *this;
+    }
+    // Query route: attempts named `job_name` with the same query configuration inside `window`
+    // (at most 24 h) share one query job, found again under an id derived from both
+    // (ReusableQueryJobId) [off]. Needs query_location. A redeploy under the same name inside
+    // the window reads the earlier result too: rename the job to force a fresh query.
+    Builder& reuse_query_result_within(std::chrono::milliseconds window, std::string job_name) {
+      options_.reuse_query_result_within = window;
+      options_.job_name = std::move(job_name);
+      return *this;
+    }
+    // The REST half of emulator_endpoint (http://host:port), for the query job.
+    Builder& emulator_rest_endpoint(std::string url) {
+      emulator_rest_ = std::move(url);
+      return *this;
+    }
+    // Tests: the query job's poll backoff (1 s rising to 30 s otherwise).
+    Builder& query_poll_backoff_for_tests(std::chrono::milliseconds initial,
+                                          std::chrono::milliseconds max) {
+      options_.query_poll_initial = initial;
+      options_.query_poll_max = max;
       return *this;
     }
     Builder& deserializer(BigQueryReadRowDeserializer<T> deserializer) {
@@ -131,15 +177,26 @@ class BigQuerySource final : public Source<T, ReadStreamSplit, BigQueryReadEnumS
     // INVALID_ARGUMENT naming what is missing or out of range (BigQueryReadOptions::validate).
     absl::StatusOr<std::shared_ptr<BigQuerySource>> build() const {
       GCP_RETURN_IF_ERROR(this->builder_error());
-      if (!table_ || table_->project.empty() || table_->dataset.empty() || table_->table.empty()) {
+      const bool query = !options_.query.empty();
+      if (query && table_) {
+        return absl::InvalidArgumentError("BigQuerySource: set table(...) or query(...), not both");
+      }
+      if (!query && (!table_ || table_->project.empty() || table_->dataset.empty() ||
+                     table_->table.empty())) {
         return absl::InvalidArgumentError(
-            "BigQuerySource needs table(project, dataset, table), each part set");
+            "BigQuerySource needs table(project, dataset, table), each part set, or query(...)");
       }
       if (!deserializer_) {
         return absl::InvalidArgumentError("BigQuerySource needs deserializer(...)");
       }
+      if (query && this->client().emulator_endpoint().has_value() && !emulator_rest_) {
+        return absl::InvalidArgumentError(
+            "BigQuerySource: a query source with emulator_endpoint needs emulator_rest_endpoint "
+            "too: the query job is a REST call, served on another port");
+      }
+      if (emulator_rest_) GCP_RETURN_IF_ERROR(ValidateRestEndpoint(*emulator_rest_));
       BigQueryReadOptions options = options_;
-      options.table = table_->resource_name();
+      if (table_) options.table = table_->resource_name();
       GCP_RETURN_IF_ERROR(options.validate());
       return std::shared_ptr<BigQuerySource>(new BigQuerySource(*this, std::move(options)));
     }
@@ -150,6 +207,7 @@ class BigQuerySource final : public Source<T, ReadStreamSplit, BigQueryReadEnumS
     BigQueryReadRowDeserializer<T> deserializer_;
     BigQueryReadOptions options_;
     BigQueryReadStubFactory stubs_;
+    std::optional<std::string> emulator_rest_;
   };
 
   static Builder builder() { return Builder(); }
@@ -159,12 +217,15 @@ class BigQuerySource final : public Source<T, ReadStreamSplit, BigQueryReadEnumS
   using EnumeratorPtr = std::unique_ptr<SplitEnumerator<ReadStreamSplit, BigQueryReadEnumState>>;
   absl::StatusOr<EnumeratorPtr> create_enumerator(
       SplitEnumeratorContext<ReadStreamSplit>& context) const override {
-    return EnumeratorPtr(std::make_unique<ReadSessionEnumerator>(context, stubs_, options_));
+    GCP_ASSIGN_OR_RETURN(std::shared_ptr<const TableAdmin> admin, make_admin());
+    return EnumeratorPtr(
+        std::make_unique<ReadSessionEnumerator>(context, stubs_, options_, std::move(admin)));
   }
   absl::StatusOr<EnumeratorPtr> restore_enumerator(SplitEnumeratorContext<ReadStreamSplit>& context,
                                                    BigQueryReadEnumState state) const override {
-    return EnumeratorPtr(
-        std::make_unique<ReadSessionEnumerator>(context, stubs_, options_, std::move(state)));
+    GCP_ASSIGN_OR_RETURN(std::shared_ptr<const TableAdmin> admin, make_admin());
+    return EnumeratorPtr(std::make_unique<ReadSessionEnumerator>(
+        context, stubs_, options_, std::move(admin), std::move(state)));
   }
   absl::StatusOr<std::unique_ptr<SourceReader<T, ReadStreamSplit>>> create_reader(
       SourceReaderContext& context) const override {
@@ -185,7 +246,8 @@ class BigQuerySource final : public Source<T, ReadStreamSplit, BigQueryReadEnumS
     v.role = LineageVertex::Role::kSource;
     v.connector = "bigquery";
     v.bounded = true;
-    v.datasets.push_back(connector::BigQueryDataset(*b_.table_));
+    // A query's result table is known only once its job ran.
+    if (b_.table_) v.datasets.push_back(connector::BigQueryDataset(*b_.table_));
     return v;
   }
 
@@ -230,6 +292,15 @@ class BigQuerySource final : public Source<T, ReadStreamSplit, BigQueryReadEnumS
   };
 
   using Reader = PullSourceReader<ReadStreamRow, T, ReadStreamSplit, /*max_held=*/1>;
+
+  // The REST client of a query source (credentials read now); none for a table source, whose
+  // read path makes no REST call.
+  absl::StatusOr<std::shared_ptr<const TableAdmin>> make_admin() const {
+    if (options_.query.empty()) return std::shared_ptr<const TableAdmin>();
+    GCP_ASSIGN_OR_RETURN(std::shared_ptr<TableAdmin> admin,
+                         MakeTableAdmin(b_.client(), b_.emulator_rest_));
+    return std::shared_ptr<const TableAdmin>(std::move(admin));
+  }
 
   BigQuerySource(Builder b, BigQueryReadOptions options)
       : b_(std::move(b)), options_(std::move(options)) {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "gcpstream/api/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace gcpstream::bigquery {
@@ -38,8 +39,10 @@ storage_v1::CreateReadSessionRequest MakeReadSessionRequest(const BigQueryReadOp
 }
 
 std::string DescribeReadSession(const BigQueryReadOptions& options) {
-  std::string out = absl::StrCat("selected_fields=[", absl::StrJoin(options.selected_fields, ", "),
-                                 "] row_restriction=\"", options.row_restriction, "\"");
+  std::string out;
+  if (!options.query.empty()) absl::StrAppend(&out, "query=\"", options.query, "\" ");
+  absl::StrAppend(&out, "selected_fields=[", absl::StrJoin(options.selected_fields, ", "),
+                  "] row_restriction=\"", options.row_restriction, "\"");
   if (options.snapshot_time) {
     absl::StrAppend(
         &out, " snapshot_time=",
@@ -99,21 +102,24 @@ absl::StatusOr<std::vector<ReadStreamSplit>> CreateReadSession(BigQueryReadStub&
 ReadSessionEnumerator::ReadSessionEnumerator(SplitEnumeratorContext<ReadStreamSplit>& context,
                                              BigQueryReadStubFactory stubs,
                                              BigQueryReadOptions options,
+                                             std::shared_ptr<const TableAdmin> admin,
                                              BigQueryReadEnumState restored)
     : context_(context),
       stubs_(std::move(stubs)),
       options_(std::move(options)),
+      admin_(std::move(admin)),
       state_(std::move(restored)),
       assigner_(context),
-      sessions_created_(context.metric_group().counter("readSessionsCreated")) {
-  // A table source runs no query; registered so that 0 says so.
-  context.metric_group().counter("queryJobsSubmitted");
-  context.metric_group().counter("queryJobsReattached");
-}
+      sessions_created_(context.metric_group().counter("readSessionsCreated")),
+      // Registered by a table source too, so that 0 says it ran no query.
+      queries_submitted_(context.metric_group().counter("queryJobsSubmitted")),
+      queries_reattached_(context.metric_group().counter("queryJobsReattached")) {}
 
 absl::Status ReadSessionEnumerator::start() {
   if (!state_.session.empty()) {
-    if (!state_.read_table.empty() && state_.read_table != options_.table) {
+    // A query source's table is its result's, known only from the state.
+    if (options_.query.empty() && !state_.read_table.empty() &&
+        state_.read_table != options_.table) {
       return absl::FailedPreconditionError(absl::StrCat(
           "BigQuerySource: the restored read session ", state_.session, " reads ",
           state_.read_table, ", but the source now names ", options_.table,
@@ -137,9 +143,29 @@ absl::Status ReadSessionEnumerator::start() {
   }
   auto stub = stubs_();
   if (!stub.ok()) return stub.status();
+  if (!options_.query.empty() && admin_ == nullptr) {
+    return absl::FailedPreconditionError("BigQuerySource: a query source has no REST client");
+  }
   context_.call_async<absl::StatusOr<Created>>(
-      [stub = *std::move(stub), options = options_, closed = closed_]() -> absl::StatusOr<Created> {
+      [stub = *std::move(stub), options = options_, admin = admin_,
+       closed = closed_]() mutable -> absl::StatusOr<Created> {
         Created created;
+        if (!options.query.empty()) {
+          // The query runs before the session, once: the session's existence in the state is
+          // what keeps a restore from running it again.
+          QueryJobSpec spec;
+          spec.query = options.query;
+          spec.project = options.parent_project;
+          spec.location = options.query_location;
+          spec.result_dataset = options.query_result_dataset;
+          spec.reuse_within = options.reuse_query_result_within;
+          spec.job_name = options.job_name;
+          spec.poll_initial = options.query_poll_initial;
+          spec.poll_max = options.query_poll_max;
+          GCP_ASSIGN_OR_RETURN(created.query, RunQueryJob(*admin, spec, closed.get()));
+          options.table = created.query.result_table;
+        }
+        created.table = options.table;
         auto splits = CreateReadSession(*stub, options, &created.session, closed.get());
         if (!splits.ok()) return splits.status();
         created.splits = *std::move(splits);
@@ -158,8 +184,10 @@ void ReadSessionEnumerator::on_created(absl::StatusOr<Created> created) {
     return;
   }
   sessions_created_.inc();
+  queries_submitted_.inc(created->query.submitted);
+  if (created->query.reattached) queries_reattached_.inc();
   state_.session = created->session;
-  state_.read_table = options_.table;
+  state_.read_table = created->table;
   state_.read_options = DescribeReadSession(options_);
   if (!created->splits.empty()) {
     state_.avro_schema = created->splits.front().avro_schema;
@@ -167,7 +195,7 @@ void ReadSessionEnumerator::on_created(absl::StatusOr<Created> created) {
   }
   state_.stream_count = static_cast<std::int64_t>(created->splits.size());
   spdlog::info("BigQuerySource: read session {} of {} has {} stream(s)", state_.session,
-               options_.table, state_.stream_count);
+               state_.read_table, state_.stream_count);
   if (state_.stream_count < context_.current_parallelism()) {
     spdlog::warn(
         "BigQuerySource: {} stream(s) for a parallelism of {}: BigQuery decides the count (a "

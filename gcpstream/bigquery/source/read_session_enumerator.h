@@ -7,8 +7,10 @@
 
 #include "gcpstream/api/pull_split_assigner.h"
 #include "gcpstream/api/split_enumerator.h"
+#include "gcpstream/bigquery/admin/table_admin.h"
 #include "gcpstream/bigquery/client/read_stub.h"
 #include "gcpstream/bigquery/source/bigquery_read_options.h"
+#include "gcpstream/bigquery/source/query_job.h"
 #include "gcpstream/bigquery/source/read_stream_split.h"
 
 namespace gcpstream::bigquery {
@@ -29,6 +31,9 @@ absl::StatusOr<std::vector<ReadStreamSplit>> CreateReadSession(
     BigQueryReadStub& stub, const BigQueryReadOptions& options, std::string* session_name,
     const std::atomic<bool>* cancelled = nullptr);
 
+// On the query route it first runs the query job (RunQueryJob: once, from this planning call;
+// the checkpointed session is what stops a restore from running it again, so the restored
+// state's table is the result's) and reads its result table. `admin` is needed there only.
 // Creates the read session exactly once, on a worker thread, and hands its streams out one per
 // split request (pull-based: a reader that finishes a small stream comes back for another). A
 // restored enumerator adopts the checkpointed session and never creates a second one — that
@@ -36,12 +41,14 @@ absl::StatusOr<std::vector<ReadStreamSplit>> CreateReadSession(
 // session read another table, or was asked for other columns, restriction or snapshot than the
 // source now asks for, is refused naming both (its streams would read what the first asked).
 // Metrics on the coordinator's group: readSessionsCreated (1 fresh, 0 restored),
-// queryJobsSubmitted and queryJobsReattached (0: a table source), splitsAssigned,
+// queryJobsSubmitted (query jobs created, 0 for a table source or a restore) and
+// queryJobsReattached (earlier attempts' jobs adopted under the reuse window), splitsAssigned,
 // splitsReturned, unassignedSplits.
 class ReadSessionEnumerator final : public SplitEnumerator<ReadStreamSplit, BigQueryReadEnumState> {
  public:
   ReadSessionEnumerator(SplitEnumeratorContext<ReadStreamSplit>& context,
                         BigQueryReadStubFactory stubs, BigQueryReadOptions options,
+                        std::shared_ptr<const TableAdmin> admin = nullptr,
                         BigQueryReadEnumState restored = {});
 
   absl::Status start() override;
@@ -55,6 +62,8 @@ class ReadSessionEnumerator final : public SplitEnumerator<ReadStreamSplit, BigQ
  private:
   struct Created {
     std::string session;
+    std::string table;  // the table read: the source's, or the query result's
+    QueryJobOutcome query;
     std::vector<ReadStreamSplit> splits;
   };
   void on_created(absl::StatusOr<Created> created);
@@ -62,9 +71,12 @@ class ReadSessionEnumerator final : public SplitEnumerator<ReadStreamSplit, BigQ
   SplitEnumeratorContext<ReadStreamSplit>& context_;
   BigQueryReadStubFactory stubs_;
   const BigQueryReadOptions options_;
+  std::shared_ptr<const TableAdmin> admin_;
   BigQueryReadEnumState state_;
   PullSplitAssigner<ReadStreamSplit> assigner_;
   Counter& sessions_created_;
+  Counter& queries_submitted_;
+  Counter& queries_reattached_;
   std::shared_ptr<std::atomic<bool>> closed_ = std::make_shared<std::atomic<bool>>(false);
 };
 

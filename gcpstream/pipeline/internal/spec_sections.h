@@ -25,6 +25,8 @@ SinkSpec ParseSink(YamlMap section);
 void ParseRecovery(YamlMap& m, connector::RecoveryOptions& r);
 // project and dataset of a BigQuery source or sink, each id checked at its own key.
 void ParseBigQueryDataset(YamlMap& section, std::string& project, std::string& dataset);
+// project alone (a query source, which names no dataset).
+void ParseBigQueryProject(YamlMap& section, std::string& project);
 // The keys of a `type: bigquery` sink (parse_bigquery_sink.cc).
 BigQuerySinkSpec ParseBigQuerySink(YamlMap& section);
 FailureHandlerSpec ParseFailureHandler(YamlContext& ctx, const YAML::Node& node);

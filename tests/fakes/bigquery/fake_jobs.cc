@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "tests/fakes/bigquery/fake_avro_load.h"
+#include "tests/fakes/bigquery/fake_query.h"
 #include "tests/fakes/bigquery/fake_rest_service.h"
 
 namespace gcpstream::testing::bigquery_fake {
@@ -40,8 +41,8 @@ absl::StatusOr<std::string> TablePath(const json& ref, const std::string& projec
   return fmt::format("projects/{}/datasets/{}/tables/{}", p, d, t);
 }
 
-absl::Status CheckDispositions(const json& config) {
-  const std::string write = config.value("writeDisposition", "WRITE_APPEND");
+absl::Status CheckDispositions(const json& config, const char* default_write = "WRITE_APPEND") {
+  const std::string write = config.value("writeDisposition", default_write);
   const std::string create = config.value("createDisposition", "CREATE_IF_NEEDED");
   if (write != "WRITE_APPEND" && write != "WRITE_TRUNCATE" && write != "WRITE_EMPTY") {
     return absl::InvalidArgumentError(
@@ -101,12 +102,32 @@ absl::Status CheckConfiguration(const json& configuration) {
     }
     return CheckDispositions(copy);
   }
+  if (configuration.contains("query")) {
+    const json& query = configuration["query"];
+    if (Str(query, "query").empty()) {
+      return absl::InvalidArgumentError("Required parameter is missing: query");
+    }
+    if (query.contains("destinationTable")) {
+      if (auto table = TablePath(query["destinationTable"], "p", "destinationTable"); !table.ok()) {
+        return table.status();
+      }
+    }
+    return CheckDispositions(query, "WRITE_EMPTY");
+  }
   return absl::InvalidArgumentError(
-      "the fake runs load and copy jobs only (configuration.load or configuration.copy)");
+      "the fake runs load, copy and query jobs only (configuration.load, .copy or .query)");
 }
 
-json ErrorResult(const absl::Status& st) {
-  std::string reason = "invalid";
+// A stable 16-hex-digit name part (FNV-1a): the anonymous dataset of a project, and the table a
+// query's result lands in there.
+std::string Hex16(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  return fmt::format("{:016x}", h);
+}
+
+json ErrorResult(const absl::Status& st, bool query) {
+  std::string reason = query ? "invalidQuery" : "invalid";
   if (st.code() == absl::StatusCode::kNotFound) reason = "notFound";
   if (st.code() == absl::StatusCode::kAlreadyExists) reason = "duplicate";
   return {{"reason", reason}, {"message", std::string(st.message())}};
@@ -201,8 +222,13 @@ void FakeJobs::run(Job& job) {
   const std::string project = job.resource["jobReference"]["projectId"];
   absl::StatusOr<std::int64_t> rows = absl::InternalError("not run");
   try {  // a configuration field of the wrong JSON type fails the job, never leaves it running
-    rows = config.contains("load") ? run_load(config["load"], project, &files)
-                                   : run_copy(config["copy"], project);
+    if (config.contains("load")) {
+      rows = run_load(config["load"], project, &files);
+    } else if (config.contains("copy")) {
+      rows = run_copy(config["copy"], project);
+    } else {
+      rows = run_query(job.resource["configuration"]["query"], project);
+    }
   } catch (const json::exception& e) {
     rows = absl::InvalidArgumentError(std::string("Invalid job configuration: ") + e.what());
   }
@@ -210,12 +236,15 @@ void FakeJobs::run(Job& job) {
   auto& stats = job.resource["statistics"];
   stats["endTime"] = std::to_string(absl::ToUnixMillis(absl::Now()));
   if (!rows.ok()) {
-    status["errorResult"] = ErrorResult(rows.status());
-    status["errors"] = json::array({ErrorResult(rows.status())});
+    const bool query = config.contains("query");
+    status["errorResult"] = ErrorResult(rows.status(), query);
+    status["errors"] = json::array({ErrorResult(rows.status(), query)});
     return;
   }
   if (config.contains("load")) {
     stats["load"] = {{"inputFiles", std::to_string(files)}, {"outputRows", std::to_string(*rows)}};
+  } else if (config.contains("query")) {
+    stats["query"] = {{"statementType", "SELECT"}, {"cacheHit", false}};
   } else {
     stats["copy"] = {{"copiedRows", std::to_string(*rows)}};
   }
@@ -334,6 +363,64 @@ absl::StatusOr<std::int64_t> FakeJobs::run_copy(const json& copy, const std::str
       !st.ok()) {
     return st;
   }
+  return count;
+}
+
+absl::StatusOr<std::int64_t> FakeJobs::run_query(json& query, const std::string& project) {
+  // jobs.insert runs legacy SQL unless told otherwise; the fake evaluates GoogleSQL only.
+  if (query.value("useLegacySql", true)) {
+    return absl::InvalidArgumentError(
+        "the fake runs GoogleSQL only: set configuration.query.useLegacySql to false (jobs.insert "
+        "defaults to legacy SQL)");
+  }
+  auto result = RunQuery(*store_, query["query"].get<std::string>(), project);
+  if (!result.ok()) return result.status();
+  auto schema = ParseSchema(result->fields);
+  if (!schema.ok()) return schema.status();
+  std::string write = query.value("writeDisposition", "WRITE_EMPTY");
+  json reference;
+  if (query.contains("destinationTable")) {
+    reference = query["destinationTable"];
+    if (Str(reference, "projectId").empty()) reference["projectId"] = project;
+  } else {
+    // No destination: the result goes to an anonymous dataset of the project, which the
+    // service creates itself, into a table that expires after a day.
+    const std::string dataset = "_" + Hex16(project);
+    reference = {{"projectId", project},
+                 {"datasetId", dataset},
+                 {"tableId", "anon" + Hex16(query["query"].get<std::string>())}};
+    if (auto made =
+            store_->insert_dataset(project, {{"datasetReference", {{"datasetId", dataset}}}});
+        !made.ok() && made.status().code() != absl::StatusCode::kAlreadyExists) {
+      return made.status();
+    }
+    write = "WRITE_TRUNCATE";
+  }
+  auto path = TablePath(reference, project, "destinationTable");
+  if (!path.ok()) return path.status();
+  const auto [p, d, t] = Parts(*path);
+  if (auto table = store_->get_table(p, d, t); !table.ok()) {
+    if (table.status().code() != absl::StatusCode::kNotFound ||
+        query.value("createDisposition", "CREATE_IF_NEEDED") == "CREATE_NEVER") {
+      return table.status();
+    }
+    json resource = {{"tableReference", {{"projectId", p}, {"datasetId", d}, {"tableId", t}}},
+                     {"schema", {{"fields", result->fields}}}};
+    if (!query.contains("destinationTable")) {
+      resource["expirationTime"] =
+          std::to_string(absl::ToUnixMillis(absl::Now() + absl::Hours(24)));
+    }
+    if (auto created = store_->insert_table(p, d, resource); !created.ok()) {
+      return created.status();
+    }
+  }
+  const auto count = static_cast<std::int64_t>(result->rows.size());
+  if (absl::Status st = store_->load_rows(*path, std::move(result->rows), write,
+                                          write == "WRITE_TRUNCATE" ? &*schema : nullptr);
+      !st.ok()) {
+    return st;
+  }
+  query["destinationTable"] = reference;  // the job shows where its result went
   return count;
 }
 

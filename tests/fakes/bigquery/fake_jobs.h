@@ -39,7 +39,14 @@ namespace gcpstream::testing::bigquery_fake {
 //   statistics.load carries inputFiles and outputRows.
 // - copy: sourceTables (or sourceTable) to destinationTable, the same dispositions; the
 //   destination gets the first source's schema when created or truncated.
-// - query jobs are not implemented (400).
+// - query: the GoogleSQL shapes RunQuery evaluates (fake_query.h) — useLegacySql must be false
+//   (jobs.insert defaults to legacy SQL; the fake then fails the job saying so). With
+//   destinationTable the result lands there under writeDisposition (default WRITE_EMPTY) and
+//   createDisposition; without, in a table of the project's anonymous dataset ("_" + 16 hex)
+//   that expires after 24 hours, replaced by each run of the same query text (the fake keeps no
+//   result cache: statistics.query.cacheHit is false). Either way the finished job names the
+//   table in configuration.query.destinationTable. A query the fake cannot evaluate fails the
+//   job (DONE) with reason invalidQuery; a missing table with reason notFound.
 // `loseInsertResponses` N: the next N inserts create their job and then answer 503 as if the
 // response were lost. Thread-safe.
 class FakeJobs {
@@ -62,6 +69,8 @@ class FakeJobs {
   absl::StatusOr<std::int64_t> run_load(const nlohmann::json& load, const std::string& project,
                                         std::int64_t* files);
   absl::StatusOr<std::int64_t> run_copy(const nlohmann::json& copy, const std::string& project);
+  // Fills in query.destinationTable when the result went to the anonymous dataset.
+  absl::StatusOr<std::int64_t> run_query(nlohmann::json& query, const std::string& project);
 
   std::shared_ptr<FakeStore> store_;
   std::shared_ptr<gcs_fake::FakeObjectStore> gcs_;

@@ -273,8 +273,9 @@ absl::StatusOr<nlohmann::json> FakeStore::insert_table(const std::string& projec
     t.schema = std::move(*schema);
   }
   // A `view` or `materializedView` makes the table a view: the Storage Read API refuses it.
-  for (const char* key : {"timePartitioning", "rangePartitioning", "clustering", "description",
-                          "labels", "tableConstraints", "view", "materializedView"}) {
+  for (const char* key :
+       {"timePartitioning", "rangePartitioning", "clustering", "description", "labels",
+        "tableConstraints", "view", "materializedView", "expirationTime"}) {
     if (resource.contains(key)) t.resource[key] = resource[key];
   }
   if (t.resource.contains("clustering")) {
@@ -383,7 +384,7 @@ absl::StatusOr<nlohmann::json> FakeStore::update_table(const std::string& projec
     t.schema = std::move(*next);
     t.schema_version = ++schema_versions_;
   }
-  for (const char* key : {"description", "labels", "clustering"}) {
+  for (const char* key : {"description", "labels", "clustering", "expirationTime"}) {
     if (resource.contains(key)) t.resource[key] = resource[key];
   }
   ++t.etag;

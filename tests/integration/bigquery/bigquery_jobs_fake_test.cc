@@ -68,20 +68,6 @@ class BigQueryFakeJobsTest : public testing::BigQueryStagingTest {
               {"createDisposition", create}}}};
   }
 
-  // Polls jobs.get until DONE (at most 20 polls), naming the last state otherwise.
-  json await(const std::string& id) {
-    json job;
-    for (int i = 0; i < 20; ++i) {
-      auto got = admin_->get_job("p", id, "");
-      EXPECT_TRUE(got.ok()) << got.status();
-      if (!got.ok()) return json();
-      job = *got;
-      if (job["status"]["state"] == "DONE") return job;
-    }
-    ADD_FAILURE() << "job " << id << " not DONE after 20 polls: " << job.dump();
-    return job;
-  }
-
   std::size_t rows() {
     auto r = fake_->rows("projects/p/datasets/d/tables/t");
     return r.ok() ? r->size() : 0;
@@ -99,7 +85,7 @@ TEST_F(BigQueryFakeJobsTest, ACallerChosenIdIsKeptAndReusingItAnswers409WithTheF
   auto again = admin_->insert_job("p", "gcpstream_load_x-c1", load({b}));
   EXPECT_EQ(again.status().code(), absl::StatusCode::kAlreadyExists) << again.status();
   EXPECT_EQ(ErrorReasonOf(again.status()), "duplicate");
-  const json done = await("gcpstream_load_x-c1");
+  const json done = await_job("gcpstream_load_x-c1");
   EXPECT_EQ(done["configuration"]["load"]["sourceUris"], json::array({a}))
       << "the 409 left the first job as it was";
   EXPECT_EQ(rows(), 3u);
@@ -115,7 +101,7 @@ TEST_F(BigQueryFakeJobsTest, ALoadLandsAllItsFilesWhenItTurnsDoneAndNotBefore) {
   ASSERT_TRUE(running.ok()) << running.status();
   EXPECT_EQ((*running)["status"]["state"], "RUNNING");
   EXPECT_EQ(rows(), 0u) << "a running load shows no rows yet";
-  const json done = await("j1");
+  const json done = await_job("j1");
   EXPECT_FALSE(done["status"].contains("errorResult")) << done.dump();
   EXPECT_EQ(done["statistics"]["load"]["outputRows"], "10");
   EXPECT_EQ(done["statistics"]["load"]["inputFiles"], "2");
@@ -129,11 +115,11 @@ TEST_F(BigQueryFakeJobsTest, ALoadLandsAllItsFilesWhenItTurnsDoneAndNotBefore) {
 TEST_F(BigQueryFakeJobsTest, AMissingOrUnreadableFileFailsTheWholeLoadAndNoRowLands) {
   const std::string a = stage("a.avro", 0, 3);
   ASSERT_TRUE(admin_->insert_job("p", "missing", load({a, "gs://staging/gone.avro"})).ok());
-  json done = await("missing");
+  json done = await_job("missing");
   EXPECT_EQ(done["status"]["errorResult"]["reason"], "notFound") << done.dump();
   ASSERT_TRUE(storage_->insert_object("staging", "junk.avro", "not avro").ok());
   ASSERT_TRUE(admin_->insert_job("p", "junk", load({a, "gs://staging/junk.avro"})).ok());
-  done = await("junk");
+  done = await_job("junk");
   EXPECT_EQ(done["status"]["errorResult"]["reason"], "invalid") << done.dump();
   EXPECT_EQ(rows(), 0u) << "a failed load is all or nothing";
 }
@@ -141,15 +127,15 @@ TEST_F(BigQueryFakeJobsTest, AMissingOrUnreadableFileFailsTheWholeLoadAndNoRowLa
 TEST_F(BigQueryFakeJobsTest, TruncateReplacesEmptyRefusesANonEmptyTableAndCreateNeverNeedsATable) {
   const std::string a = stage("a.avro", 0, 3), b = stage("b.avro", 100, 2);
   ASSERT_TRUE(admin_->insert_job("p", "never", load({a}, "WRITE_APPEND", "CREATE_NEVER")).ok());
-  EXPECT_EQ(await("never")["status"]["errorResult"]["reason"], "notFound");
+  EXPECT_EQ(await_job("never")["status"]["errorResult"]["reason"], "notFound");
   ASSERT_TRUE(admin_->insert_job("p", "create", load({a})).ok());
-  EXPECT_FALSE(await("create")["status"].contains("errorResult"));
+  EXPECT_FALSE(await_job("create")["status"].contains("errorResult"));
   EXPECT_EQ(rows(), 3u) << "CREATE_IF_NEEDED made the table from the job's schema";
   ASSERT_TRUE(admin_->insert_job("p", "empty", load({b}, "WRITE_EMPTY")).ok());
-  EXPECT_TRUE(await("empty")["status"].contains("errorResult"));
+  EXPECT_TRUE(await_job("empty")["status"].contains("errorResult"));
   EXPECT_EQ(rows(), 3u);
   ASSERT_TRUE(admin_->insert_job("p", "truncate", load({b}, "WRITE_TRUNCATE")).ok());
-  EXPECT_FALSE(await("truncate")["status"].contains("errorResult"));
+  EXPECT_FALSE(await_job("truncate")["status"].contains("errorResult"));
   auto landed = fake_->rows("projects/p/datasets/d/tables/t");
   ASSERT_TRUE(landed.ok());
   ASSERT_EQ(landed->size(), 2u);
@@ -179,20 +165,20 @@ TEST_F(BigQueryFakeJobsTest, ALostInsertResponseStillMadeTheJobSoTheRetryMeets40
   EXPECT_EQ(lost.status().code(), absl::StatusCode::kUnavailable) << lost.status();
   auto retry = admin_->insert_job("p", "lost", load({a}));
   EXPECT_EQ(retry.status().code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_FALSE(await("lost")["status"].contains("errorResult"));
+  EXPECT_FALSE(await_job("lost")["status"].contains("errorResult"));
   EXPECT_EQ(rows(), 3u) << "one job, one landing";
 }
 
 TEST_F(BigQueryFakeJobsTest, ACopyJobAppendsItsSourcesRows) {
   const std::string a = stage("a.avro", 0, 3);
   ASSERT_TRUE(admin_->insert_job("p", "load", load({a})).ok());
-  await("load");
+  await_job("load");
   const json copy = {
       {"copy",
        {{"sourceTables", {{{"projectId", "p"}, {"datasetId", "d"}, {"tableId", "t"}}}},
         {"destinationTable", {{"projectId", "p"}, {"datasetId", "d"}, {"tableId", "t2"}}}}}};
   ASSERT_TRUE(admin_->insert_job("p", "copy", copy).ok());
-  const json done = await("copy");
+  const json done = await_job("copy");
   EXPECT_FALSE(done["status"].contains("errorResult")) << done.dump();
   auto copied = fake_->rows("projects/p/datasets/d/tables/t2");
   ASSERT_TRUE(copied.ok()) << copied.status();

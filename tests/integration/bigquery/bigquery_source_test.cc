@@ -3,8 +3,11 @@
 // streams at parallelism 2; push-down reaching the session; a job that fails part-way restores
 // each stream at its checkpointed offset, so an exactly-once sink sees every row exactly once and
 // the session is never created twice; dropped connections resumed by the reader (readRetries);
-// an expired session reported as such; a missing table failing with NOT_FOUND.
-// Spec: ../shared/spec/bigquery.md, "Source".
+// an expired session reported as such; a missing table failing with NOT_FOUND. The query route:
+// one query job, its result read; a restore never runs it again; reuse_query_result_within
+// adopting an earlier attempt's job and probing past a failed one or a vanished result; a failed
+// query failing the job with its reason. Spec: ../shared/spec/bigquery.md, "Source" and
+// "Reading a query or a view".
 #include "gcpstream/bigquery/source/bigquery_source.h"
 
 #include <gmock/gmock.h>
@@ -14,6 +17,7 @@
 #include <map>
 #include <mutex>
 
+#include "gcpstream/connector/oauth2_credentials.h"
 #include "gcpstream/runtime/builtin/collect_sink.h"
 #include "gcpstream/runtime/stream_execution_environment.h"
 #include "tests/fakes/bigquery/bigquery_fake.h"
@@ -103,16 +107,33 @@ class BigQuerySourceIT : public ::testing::Test {
 
   BigQuerySource<std::int64_t>::Builder Builder() {
     auto b = BigQuerySource<std::int64_t>::builder();
+    b.table(connector::BigQueryTableDestination::of("p", "d", "flights"))
+        .deserializer(&Deserialize)
+        .stub_factory(CountingStubs());
+    return b;
+  }
+
+  // The query route against the fake's REST jobs, polled every few milliseconds.
+  BigQuerySource<std::int64_t>::Builder QueryBuilder(const std::string& sql) {
+    auto b = BigQuerySource<std::int64_t>::builder();
+    b.query(sql)
+        .parent_project("p")
+        .emulator_endpoint(fake_->grpc_endpoint())
+        .emulator_rest_endpoint(fake_->rest_endpoint())
+        .query_poll_backoff_for_tests(2ms, 10ms)
+        .deserializer(&Deserialize)
+        .stub_factory(CountingStubs());
+    return b;
+  }
+
+  BigQueryReadStubFactory CountingStubs() {
     connector::ClientOptions client;
     EXPECT_TRUE(client.set_emulator_endpoint(fake_->grpc_endpoint()).ok());
     auto real = MakeBigQueryReadStubFactory(client);
-    b.table(connector::BigQueryTableDestination::of("p", "d", "flights"))
-        .deserializer(&Deserialize)
-        .stub_factory([real, n = sessions_]() -> absl::StatusOr<std::shared_ptr<BigQueryReadStub>> {
-          GCP_ASSIGN_OR_RETURN(auto inner, real());
-          return std::shared_ptr<BigQueryReadStub>(std::make_shared<CountingStub>(inner, n));
-        });
-    return b;
+    return [real, n = sessions_]() -> absl::StatusOr<std::shared_ptr<BigQueryReadStub>> {
+      GCP_ASSIGN_OR_RETURN(auto inner, real());
+      return std::shared_ptr<BigQueryReadStub>(std::make_shared<CountingStub>(inner, n));
+    };
   }
 
   struct Seen {
@@ -130,6 +151,46 @@ class BigQuerySourceIT : public ::testing::Test {
                  }),
                  "seen");
     return env.execute("bigquery-source-it");
+  }
+
+  // Runs `source` at parallelism 2 with 20 ms checkpoints into an exactly-once sink; the map
+  // waits `per_record` on each record (so checkpoints complete mid-stream) and throws once, at
+  // record `fail_at`, after calling `before_failure`. One restart is allowed.
+  struct FailedOnce {
+    runtime::JobResult result;
+    std::map<std::int64_t, int> counts;  // how often the sink saw each value
+    int passed = 0;                      // records through the map, both attempts
+  };
+  FailedOnce RunFailingOnce(std::shared_ptr<BigQuerySource<std::int64_t>> source, int fail_at,
+                            std::chrono::microseconds per_record,
+                            std::function<void()> before_failure = nullptr) {
+    auto sink = std::make_shared<testing::TransactionalTestSink>();
+    auto passed = std::make_shared<std::atomic<int>>(0);
+    auto failed = std::make_shared<std::atomic<bool>>(false);
+    StreamExecutionEnvironment env;
+    env.set_parallelism(2);
+    env.enable_checkpointing(20ms);
+    env.config().restart_strategy.kind = runtime::RestartStrategyKind::kFixedDelay;
+    env.config().restart_strategy.max_attempts = 2;
+    env.config().restart_strategy.delay = 10ms;
+    env.from_source(source, WatermarkStrategy<std::int64_t>::no_watermarks(), "bigquery")
+        .map(
+            [=](const std::int64_t& v) {
+              const int n = passed->fetch_add(1);
+              std::this_thread::sleep_for(per_record);
+              if (n == fail_at && !failed->exchange(true)) {
+                if (before_failure) before_failure();
+                throw std::runtime_error("injected failure");
+              }
+              return v;
+            },
+            "map")
+        .sink_to(sink, "exactly-once");
+    FailedOnce out;
+    out.result = env.execute("bigquery-source-restore-it");
+    for (std::int64_t v : sink->destination()->snapshot()) ++out.counts[v];
+    out.passed = passed->load();
+    return out;
   }
 
   std::unique_ptr<BigQueryFake> fake_;
@@ -190,34 +251,13 @@ TEST_F(BigQuerySourceIT,
   fake_->set_options(options);
   auto source = Builder().max_records_per_fetch(50).build();
   ASSERT_TRUE(source.ok()) << source.status();
-  auto sink = std::make_shared<testing::TransactionalTestSink>();
-  auto passed = std::make_shared<std::atomic<int>>(0);
-  auto failed = std::make_shared<std::atomic<bool>>(false);
-  StreamExecutionEnvironment env;
-  env.set_parallelism(2);
-  env.enable_checkpointing(20ms);
-  env.config().restart_strategy.kind = runtime::RestartStrategyKind::kFixedDelay;
-  env.config().restart_strategy.max_attempts = 2;
-  env.config().restart_strategy.delay = 10ms;
-  env.from_source(*source, WatermarkStrategy<std::int64_t>::no_watermarks(), "bigquery")
-      .map(
-          [passed, failed](const std::int64_t& v) {
-            const int n = passed->fetch_add(1);
-            std::this_thread::sleep_for(200us);  // lets checkpoints complete mid-stream
-            if (n == 2500 && !failed->exchange(true)) throw std::runtime_error("injected failure");
-            return v;
-          },
-          "map")
-      .sink_to(sink, "exactly-once");
-  runtime::JobResult result = env.execute("bigquery-source-restore-it");
-  ASSERT_TRUE(result.status.ok()) << result.status;
-  EXPECT_EQ(result.restarts, 1);
-  std::map<std::int64_t, int> counts;
-  for (std::int64_t v : sink->destination()->snapshot()) ++counts[v];
-  ASSERT_EQ(counts.size(), 4000u) << "rows lost across the restore";
-  for (const auto& [id, c] : counts) ASSERT_EQ(c, 1) << id << " seen twice by the sink";
+  const FailedOnce run = RunFailingOnce(*source, 2500, 200us);
+  ASSERT_TRUE(run.result.status.ok()) << run.result.status;
+  EXPECT_EQ(run.result.restarts, 1);
+  ASSERT_EQ(run.counts.size(), 4000u) << "rows lost across the restore";
+  for (const auto& [id, c] : run.counts) ASSERT_EQ(c, 1) << id << " seen twice by the sink";
   EXPECT_EQ(*sessions_, 1) << "the restore created a second read session";
-  EXPECT_LT(passed->load(), 4000 + 2600) << "the restore read the streams from the top";
+  EXPECT_LT(run.passed, 4000 + 2600) << "the restore read the streams from the top";
 }
 
 TEST_F(BigQuerySourceIT, DroppedReadRowsConnectionsAreResumedAndCounted) {
@@ -294,6 +334,198 @@ TEST_F(BigQuerySourceIT, TheBuilderRefusesOptionsBigQueryWouldRefuse) {
             absl::StatusCode::kInvalidArgument);
   auto no_table = BigQuerySource<std::int64_t>::builder().deserializer(&Deserialize).build();
   EXPECT_EQ(no_table.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+constexpr char kSfoQuery[] = "SELECT id, origin FROM `p.d.flights` WHERE origin = 'SFO'";
+
+TEST_F(BigQuerySourceIT, AQuerySourceRunsOneJobAndReadsItsResultFromSeveralStreams) {
+  Insert(3000);
+  fake_->jobs().set_options(/*polls_until_done=*/3, 0);
+  FakeOptions options;
+  options.read_rows_per_stream = 400;
+  fake_->set_options(options);
+  auto source = QueryBuilder(kSfoQuery).build();
+  ASSERT_TRUE(source.ok()) << source.status();
+  auto seen = std::make_shared<Seen>();
+  runtime::JobResult result = Run(*source, seen, 2);
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  ASSERT_EQ(seen->counts.size(), 1000u);
+  for (const auto& [id, c] : seen->counts) {
+    ASSERT_EQ(id % 3, 0) << "a row the query's WHERE excluded";
+    ASSERT_EQ(c, 1) << id;
+  }
+  EXPECT_EQ(result.metric("bigquery", "queryJobsSubmitted"), 1);
+  EXPECT_EQ(result.metric("bigquery", "queryJobsReattached"), 0);
+  EXPECT_EQ(result.metric("bigquery", "readSessionsCreated"), 1);
+  EXPECT_EQ(result.metric("bigquery", "splitsAssigned"), 3);
+  EXPECT_EQ(fake_->jobs().jobs_created(), 1);
+}
+
+TEST_F(BigQuerySourceIT, ARestoredQuerySourceReadsTheFirstResultAndNeverRunsTheQueryAgain) {
+  Insert(3000);
+  FakeOptions options;
+  options.read_rows_per_stream = 300;
+  options.read_rows_per_response = 100;
+  fake_->set_options(options);
+  auto source = QueryBuilder(kSfoQuery).max_records_per_fetch(20).build();
+  ASSERT_TRUE(source.ok()) << source.status();
+  const FailedOnce run = RunFailingOnce(*source, 600, 300us, [this] {
+    // New rows after the query ran: a second query would see them.
+    std::vector<nlohmann::json> more;
+    for (int i = 0; i < 30; ++i) {
+      more.push_back({{"id", std::to_string(90000 + 3 * i)}, {"origin", "SFO"}});
+    }
+    EXPECT_TRUE(fake_->insert_rows(kTable, std::move(more)).ok());
+  });
+  ASSERT_TRUE(run.result.status.ok()) << run.result.status;
+  EXPECT_EQ(run.result.restarts, 1);
+  ASSERT_EQ(run.counts.size(), 1000u) << "the restore must read the first query's result only";
+  for (const auto& [id, c] : run.counts) ASSERT_EQ(c, 1) << id << " seen twice by the sink";
+  EXPECT_EQ(fake_->jobs().jobs_created(), 1) << "the restore ran the query again";
+  EXPECT_EQ(*sessions_, 1);
+}
+
+TEST_F(BigQuerySourceIT, AReuseWindowAdoptsTheEarlierAttemptsJobAndProbesPastAFailedOne) {
+  Insert(300);
+  auto reusing = [&](const std::string& sql) {
+    return QueryBuilder(sql)
+        .query_location("US")
+        .reuse_query_result_within(std::chrono::hours(1), "flights-report")
+        .build();
+  };
+  // First attempt: the query fails (no such table yet).
+  const std::string late = "SELECT id FROM `p.d.late`";
+  auto source = reusing(late);
+  ASSERT_TRUE(source.ok()) << source.status();
+  auto seen = std::make_shared<Seen>();
+  runtime::JobResult result = Run(*source, seen, 1);
+  ASSERT_EQ(result.status.code(), absl::StatusCode::kNotFound) << result.status;
+  EXPECT_THAT(result.status.message(), HasSubstr("gcpstream_query_"));
+  EXPECT_THAT(result.status.message(), HasSubstr("reason notFound"));
+  // The table appears; a re-plan probes past the failed job to a retry id.
+  nlohmann::json table = {{"tableReference", {{"tableId", "late"}}},
+                          {"schema", {{"fields", {{{"name", "id"}, {"type", "INT64"}}}}}}};
+  ASSERT_TRUE(fake_->add_table("p", "d", table).ok());
+  ASSERT_TRUE(
+      fake_->insert_rows("projects/p/datasets/d/tables/late", {{{"id", "7"}}, {{"id", "8"}}}).ok());
+  result = Run(*reusing(late), seen, 1);
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  EXPECT_EQ(result.metric("bigquery", "queryJobsSubmitted"), 1);
+  EXPECT_EQ(fake_->jobs().jobs_created(), 2);
+  // A third attempt inside the window adopts that finished job: no new query.
+  seen = std::make_shared<Seen>();
+  result = Run(*reusing(late), seen, 1);
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  EXPECT_EQ(result.metric("bigquery", "queryJobsSubmitted"), 0);
+  EXPECT_EQ(result.metric("bigquery", "queryJobsReattached"), 1);
+  EXPECT_EQ(fake_->jobs().jobs_created(), 2);
+  EXPECT_EQ(seen->counts.size(), 2u);
+  // Another query, or another job name, is another job.
+  result = Run(*reusing(kSfoQuery), std::make_shared<Seen>(), 1);
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  EXPECT_EQ(result.metric("bigquery", "queryJobsSubmitted"), 1);
+  EXPECT_EQ(fake_->jobs().jobs_created(), 3);
+}
+
+TEST_F(BigQuerySourceIT, AReusedJobWhoseResultTableVanishedIsProbedPast) {
+  Insert(60);
+  const std::string dataset_query = "SELECT id FROM `p.d.flights` WHERE id < 10";
+  auto build = [&] {
+    return QueryBuilder(dataset_query)
+        .query_location("US")
+        .query_result_dataset("d")
+        .reuse_query_result_within(std::chrono::hours(1), "vanishing")
+        .build();
+  };
+  runtime::JobResult result = Run(*build(), std::make_shared<Seen>(), 1);
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  const std::string first = ReusableQueryJobId({.query = dataset_query,
+                                                .project = "p",
+                                                .location = "US",
+                                                .result_dataset = "d",
+                                                .reuse_within = std::chrono::hours(1),
+                                                .job_name = "vanishing"});
+  auto kept = fake_->table("p", "d", "gcpstream_result_" + first);
+  ASSERT_TRUE(kept.ok()) << "the result lands in the named dataset: " << kept.status();
+  EXPECT_TRUE(kept->contains("expirationTime")) << "and expires after a day";
+  ASSERT_TRUE(fake_->delete_table("p", "d", "gcpstream_result_" + first).ok());
+  auto seen = std::make_shared<Seen>();
+  result = Run(*build(), seen, 1);
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  EXPECT_EQ(result.metric("bigquery", "queryJobsSubmitted"), 1) << "the query ran again";
+  EXPECT_EQ(result.metric("bigquery", "queryJobsReattached"), 0);
+  EXPECT_EQ(seen->counts.size(), 10u);
+  EXPECT_TRUE(fake_->table("p", "d", "gcpstream_result_" + first + "_r1").ok());
+}
+
+TEST_F(BigQuerySourceIT, AReusableJobCreatedBeforeTheWindowBeganIsProbedPast) {
+  Insert(30);
+  TableAdmin admin(fake_->rest_endpoint(), connector::MakeNoCredentials());
+  QueryJobSpec spec{.query = kSfoQuery,
+                    .project = "p",
+                    .location = "US",
+                    .reuse_within = std::chrono::hours(1),
+                    .job_name = "stale",
+                    .poll_initial = 1ms,
+                    .poll_max = 5ms};
+  auto first = RunQueryJob(admin, spec);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->job_id, ReusableQueryJobId(spec));
+  EXPECT_EQ(first->submitted, 1);
+  auto inside = RunQueryJob(admin, spec);
+  ASSERT_TRUE(inside.ok()) << inside.status();
+  EXPECT_TRUE(inside->reattached);
+  EXPECT_EQ(inside->submitted, 0);
+  EXPECT_EQ(inside->result_table, first->result_table);
+  auto after = RunQueryJob(admin, spec, nullptr, [] { return absl::Now() + absl::Hours(2); });
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_FALSE(after->reattached) << "the first job is older than the window";
+  EXPECT_EQ(after->job_id, ReusableQueryJobId(spec) + "_r1");
+  EXPECT_EQ(after->submitted, 1);
+  EXPECT_EQ(fake_->jobs().jobs_created(), 2);
+}
+
+TEST_F(BigQuerySourceIT, AQueryTheServiceRefusesFailsTheJobWithItsReasonAndNoSession) {
+  auto source = QueryBuilder("SELECT origin, COUNT(*) FROM `p.d.flights` GROUP BY origin").build();
+  ASSERT_TRUE(source.ok()) << source.status();
+  runtime::JobResult result = Run(*source, std::make_shared<Seen>(), 1);
+  EXPECT_EQ(result.status.code(), absl::StatusCode::kInvalidArgument) << result.status;
+  EXPECT_THAT(result.status.message(), HasSubstr("reason invalidQuery"));
+  EXPECT_EQ(*sessions_, 0);
+}
+
+TEST_F(BigQuerySourceIT, TheBuilderRefusesQueryOptionsThatCannotWork) {
+  auto both = QueryBuilder(kSfoQuery)
+                  .table(connector::BigQueryTableDestination::of("p", "d", "flights"))
+                  .build();
+  EXPECT_THAT(both.status().message(), HasSubstr("not both"));
+  auto no_project = QueryBuilder(kSfoQuery).parent_project("").build();
+  EXPECT_THAT(no_project.status().message(), HasSubstr("parent_project"));
+  auto snapshot = QueryBuilder(kSfoQuery).snapshot_time(absl::Now()).build();
+  EXPECT_THAT(snapshot.status().message(), HasSubstr("FOR SYSTEM_TIME AS OF"));
+  auto no_location =
+      QueryBuilder(kSfoQuery).reuse_query_result_within(std::chrono::hours(1), "j").build();
+  EXPECT_THAT(no_location.status().message(), HasSubstr("query_location"));
+  auto too_long = QueryBuilder(kSfoQuery)
+                      .query_location("US")
+                      .reuse_query_result_within(std::chrono::hours(25), "j")
+                      .build();
+  EXPECT_THAT(too_long.status().message(), HasSubstr("24 h"));
+  auto no_rest = BigQuerySource<std::int64_t>::builder()
+                     .query(kSfoQuery)
+                     .parent_project("p")
+                     .emulator_endpoint(fake_->grpc_endpoint())
+                     .deserializer(&Deserialize)
+                     .build();
+  EXPECT_THAT(no_rest.status().message(), HasSubstr("emulator_rest_endpoint"));
+  auto table_with_query_option = Builder().query_location("EU").build();
+  EXPECT_THAT(table_with_query_option.status().message(), HasSubstr("query source only"));
+  auto bad_dataset = QueryBuilder(kSfoQuery).query_result_dataset("d.x").build();
+  EXPECT_THAT(bad_dataset.status().message(), HasSubstr("not a dataset id"));
+  for (const auto* s : {&both, &no_project, &snapshot, &no_location, &too_long, &no_rest,
+                        &table_with_query_option, &bad_dataset}) {
+    EXPECT_EQ(s->status().code(), absl::StatusCode::kInvalidArgument) << s->status();
+  }
 }
 
 }  // namespace

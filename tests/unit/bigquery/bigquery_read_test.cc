@@ -248,7 +248,7 @@ TEST(ReadSessionEnumeratorTest, CreatesTheSessionOnceAndHandsOutOneStreamPerRequ
   EXPECT_EQ(state->stream_count, 3);
   ASSERT_EQ(state->unassigned.size(), 1u);
   RecordingCoordinator after;
-  ReadSessionEnumerator restored(after, Factory(stub), options, *state);
+  ReadSessionEnumerator restored(after, Factory(stub), options, nullptr, *state);
   ASSERT_TRUE(restored.start().ok());
   EXPECT_EQ(stub->sessions_created, 1) << "a restore created a second session";
   ASSERT_TRUE(restored.add_splits_back({ReadStreamSplit{"st/0", 7, "", 0}}, 1).ok());
@@ -263,7 +263,7 @@ TEST(ReadSessionEnumeratorTest, CreatesTheSessionOnceAndHandsOutOneStreamPerRequ
   BigQueryReadOptions narrower = options;
   narrower.row_restriction = "id > 4";
   RecordingCoordinator edited;
-  ReadSessionEnumerator changed(edited, Factory(stub), narrower, *state);
+  ReadSessionEnumerator changed(edited, Factory(stub), narrower, nullptr, *state);
   absl::Status edit = changed.start();
   EXPECT_EQ(edit.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(edit.message(), HasSubstr("row_restriction=\"id > 3\""));
@@ -272,7 +272,7 @@ TEST(ReadSessionEnumeratorTest, CreatesTheSessionOnceAndHandsOutOneStreamPerRequ
   BigQueryReadOptions other = options;
   other.table = "projects/p/datasets/d/tables/other";
   RecordingCoordinator moved;
-  ReadSessionEnumerator refused(moved, Factory(stub), other, *state);
+  ReadSessionEnumerator refused(moved, Factory(stub), other, nullptr, *state);
   absl::Status status = refused.start();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(status.message(), HasSubstr("tables/other"));

@@ -105,6 +105,69 @@ sink: {type: pubsub, project: p, topic: out}
   EXPECT_THAT(bad_dataset.status().message(), HasSubstr("dataset"));
 }
 
+std::string QueryFile(const std::string& source_extra) {
+  return R"(name: nightly-report
+source:
+  type: bigquery
+  project: p
+  query: "SELECT id FROM `p.d.t` WHERE id > 3"
+)" + source_extra +
+         R"(sink:
+  type: pubsub
+  project: p
+  topic: out
+)";
+}
+
+TEST(BigQuerySourceSpec, AQuerySourceTakesTheJobOptionsAndThePipelineName) {
+  auto spec =
+      Parse(QueryFile("  query_location: EU\n  query_result_dataset: results\n"
+                      "  reuse_query_result_within: 2h\n  emulator_endpoint: 127.0.0.1:9060\n"
+                      "  emulator_rest_endpoint: http://127.0.0.1:9061\n"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const auto& q = std::get<BigQuerySourceSpec>(spec->source);
+  EXPECT_EQ(q.query, "SELECT id FROM `p.d.t` WHERE id > 3");
+  EXPECT_EQ(q.project, "p");
+  EXPECT_TRUE(q.dataset.empty());
+  EXPECT_EQ(q.query_location, "EU");
+  EXPECT_EQ(q.query_result_dataset, "results");
+  EXPECT_EQ(q.reuse_query_result_within, std::chrono::hours(2));
+  EXPECT_EQ(q.job_name, "nightly-report") << "the reusable job id is derived from the name";
+  auto source = MakePipelineSource(spec->source);
+  ASSERT_TRUE(source.ok()) << source.status();
+  auto described = DescribePipeline(*spec);
+  ASSERT_TRUE(described.ok());
+  EXPECT_THAT(*described,
+              HasSubstr("query \"SELECT id FROM `p.d.t` WHERE id > 3\" (run once as a query job "
+                        "in project p at EU, the same job reused by attempts within 2h; its "
+                        "result table read)"));
+  auto lineage = PipelineLineage(*spec);
+  ASSERT_FALSE(lineage.empty());
+  EXPECT_TRUE(lineage[0].second.datasets.empty()) << "the result table is known only at run time";
+}
+
+TEST(BigQuerySourceSpec, QueryMistakesNameTheirKey) {
+  struct Case {
+    std::string extra;
+    std::string expect;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"  dataset: d\n", "drop `dataset` and `table`"},
+           {"  snapshot_time: 2026-08-09T10:00:00Z\n", "FOR SYSTEM_TIME AS OF"},
+           {"  reuse_query_result_within: 1h\n", "needs query_location"},
+           {"  query_location: EU\n  reuse_query_result_within: 25h\n",
+            "reuse_query_result_within"},
+           {"  query_result_dataset: a.b\n", "not a dataset id"},
+           {"  emulator_rest_endpoint: localhost\n", "emulator_rest_endpoint"},
+       }) {
+    auto spec = Parse(QueryFile(c.extra));
+    ASSERT_FALSE(spec.ok()) << c.extra;
+    EXPECT_THAT(spec.status().message(), HasSubstr(c.expect)) << c.extra;
+  }
+  auto on_a_table = Parse(File("  query_location: EU\n"));
+  ASSERT_FALSE(on_a_table.ok()) << "query_location is a key of a query source only";
+}
+
 TEST(BigQuerySourceSpec, ARowBecomesOneRecordOfItsColumns) {
   bigquery::BigQueryReadRow row;
   auto schema = std::make_shared<bigquery::TableSchema>();

@@ -1,0 +1,125 @@
+// The BigQuery fake's query jobs, each behaviour after the public reference it follows:
+// "jobs.insert" and "JobConfigurationQuery" (useLegacySql defaults to true in the jobs API;
+// destinationTable, writeDisposition defaulting to WRITE_EMPTY, createDisposition), "Writing
+// query results" (a query without a destination table writes to a temporary table in an
+// anonymous dataset, kept about 24 hours, whose name the finished job reports in
+// configuration.query.destinationTable), "Job" status (DONE with errorResult reason
+// invalidQuery or notFound when the query fails) and "Introduction to views" (a query over a
+// logical view runs the view's query).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/match.h"
+#include "tests/support/bigquery_staging_fixture.h"
+
+namespace gcpstream::bigquery {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+class BigQueryQueryJobsFakeTest : public testing::BigQueryStagingTest {
+ protected:
+  void SetUp() override {
+    BigQueryStagingTest::SetUp();
+    json table = {{"tableReference", {{"tableId", "flights"}}},
+                  {"schema",
+                   {{"fields",
+                     {{{"name", "id"}, {"type", "INT64"}, {"mode", "REQUIRED"}},
+                      {{"name", "origin"}, {"type", "STRING"}},
+                      {{"name", "delay"}, {"type", "FLOAT64"}}}}}}};
+    ASSERT_TRUE(fake_->add_table("p", "d", table).ok());
+    std::vector<json> rows;
+    for (int i = 0; i < 30; ++i) {
+      rows.push_back(
+          {{"id", std::to_string(i)}, {"origin", i % 3 == 0 ? "SFO" : "JFK"}, {"delay", i}});
+    }
+    ASSERT_TRUE(fake_->insert_rows("projects/p/datasets/d/tables/flights", rows).ok());
+  }
+
+  static json Query(const std::string& sql, bool legacy_flag = true) {
+    json q = {{"query", sql}};
+    if (legacy_flag) q["useLegacySql"] = false;
+    return {{"query", q}};
+  }
+
+  // Inserts the job and waits until it is DONE.
+  json run(const std::string& id, const json& config) {
+    auto inserted = admin_->insert_job("p", id, config);
+    EXPECT_TRUE(inserted.ok()) << inserted.status();
+    return await_job(id);
+  }
+
+  std::vector<json> rows_of(const json& reference) {
+    auto rows =
+        fake_->rows("projects/" + reference.value("projectId", "") + "/datasets/" +
+                    reference.value("datasetId", "") + "/tables/" + reference.value("tableId", ""));
+    EXPECT_TRUE(rows.ok()) << rows.status() << " for " << reference.dump();
+    return rows.ok() ? *rows : std::vector<json>();
+  }
+};
+
+TEST_F(BigQueryQueryJobsFakeTest, AResultWithoutADestinationLandsInAnAnonymousTableTheJobNames) {
+  fake_->jobs().set_options(/*polls_until_done=*/2, 0);
+  const json done =
+      run("q1", Query("SELECT id, origin FROM `p.d.flights` WHERE origin = 'SFO' AND id < 20"));
+  ASSERT_FALSE(done["status"].contains("errorResult")) << done.dump();
+  const json reference = done["configuration"]["query"]["destinationTable"];
+  EXPECT_EQ(reference["projectId"], "p");
+  EXPECT_TRUE(absl::StartsWith(reference.value("datasetId", ""), "_")) << reference.dump();
+  const std::vector<json> rows = rows_of(reference);
+  ASSERT_EQ(rows.size(), 7u);  // 0, 3, ..., 18
+  for (const json& row : rows) {
+    EXPECT_EQ(row["origin"], "SFO");
+    EXPECT_FALSE(row.contains("delay")) << "a column the query did not select";
+  }
+  auto table = fake_->table("p", reference["datasetId"], reference["tableId"]);
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ((*table)["schema"]["fields"].size(), 2u);
+  EXPECT_TRUE(table->contains("expirationTime")) << "an anonymous result expires (about 24 h)";
+  EXPECT_EQ(done["statistics"]["query"]["statementType"], "SELECT");
+}
+
+TEST_F(BigQueryQueryJobsFakeTest, JobsInsertDefaultsToLegacySqlWhichTheFakeFailsSayingSo) {
+  const json done = run("legacy", Query("SELECT * FROM `p.d.flights`", /*legacy_flag=*/false));
+  EXPECT_EQ(done["status"]["errorResult"]["reason"], "invalidQuery") << done.dump();
+  EXPECT_THAT(done["status"]["errorResult"].value("message", ""), HasSubstr("useLegacySql"));
+}
+
+TEST_F(BigQueryQueryJobsFakeTest, AFailedQueryIsADoneJobWithItsReason) {
+  json done = run("join", Query("SELECT COUNT(*) FROM `p.d.flights` JOIN `p.d.x` USING (id)"));
+  EXPECT_EQ(done["status"]["errorResult"]["reason"], "invalidQuery") << done.dump();
+  done = run("missing", Query("SELECT * FROM `p.d.nope`"));
+  EXPECT_EQ(done["status"]["errorResult"]["reason"], "notFound") << done.dump();
+  EXPECT_THAT(done["status"]["errorResult"].value("message", ""), HasSubstr("p:d.nope"));
+  done = run("column", Query("SELECT id, altitude FROM `p.d.flights`"));
+  EXPECT_EQ(done["status"]["errorResult"]["reason"], "invalidQuery") << done.dump();
+  EXPECT_THAT(done["status"]["errorResult"].value("message", ""),
+              HasSubstr("Unrecognized name: altitude"));
+  EXPECT_EQ(
+      admin_->insert_job("p", "empty", {{"query", {{"useLegacySql", false}}}}).status().code(),
+      absl::StatusCode::kInvalidArgument)
+      << "a query job without its query is refused up front";
+}
+
+TEST_F(BigQueryQueryJobsFakeTest, AViewIsExpandedAndADestinationTakesTheResultUnderItsDisposition) {
+  json view = {{"tableReference", {{"tableId", "early"}}},
+               {"view", {{"query", "SELECT id, delay FROM `p.d.flights` WHERE id < 5"}}}};
+  ASSERT_TRUE(fake_->add_table("p", "d", view).ok());
+  json config = Query("SELECT id FROM d.early WHERE delay >= 2");
+  config["query"]["destinationTable"] = {
+      {"projectId", "p"}, {"datasetId", "d"}, {"tableId", "out"}};
+  json done = run("view", config);
+  ASSERT_FALSE(done["status"].contains("errorResult")) << done.dump();
+  EXPECT_EQ(rows_of(config["query"]["destinationTable"]).size(), 3u);  // 2, 3, 4
+  done = run("again", config);
+  EXPECT_TRUE(done["status"].contains("errorResult"))
+      << "WRITE_EMPTY, the query default, refuses a table that has rows: " << done.dump();
+  config["query"]["writeDisposition"] = "WRITE_TRUNCATE";
+  done = run("truncate", config);
+  EXPECT_FALSE(done["status"].contains("errorResult")) << done.dump();
+  EXPECT_EQ(rows_of(config["query"]["destinationTable"]).size(), 3u);
+}
+
+}  // namespace
+}  // namespace gcpstream::bigquery
