@@ -44,7 +44,13 @@ BigQuerySourceSpec ParseBigQuerySource(YamlMap& m) {
     spec.table = m.required_string("table");
     if (!spec.table.empty()) m.check("table", bigquery::ValidateTableId(spec.table));
   }
-  spec.parent_project = m.optional_string("parent_project");
+  if (spec.query.empty()) {
+    spec.parent_project = m.optional_string("parent_project");
+  } else if (m.has("parent_project")) {
+    m.check("parent_project",
+            absl::InvalidArgumentError("a query source runs its job, and is billed, in `project`: "
+                                       "drop `parent_project`"));
+  }
   spec.selected_fields = m.string_list("selected_fields");
   spec.row_restriction = m.string("row_restriction", "");
   if (auto ts = m.optional_string("snapshot_time")) {
@@ -66,6 +72,11 @@ BigQuerySourceSpec ParseBigQuerySource(YamlMap& m) {
   spec.retry_max_attempts = static_cast<int>(
       m.integer("retry_max_attempts", spec.retry_max_attempts, IntRange{1, 100000}));
   spec.emulator_endpoint = m.optional_string("emulator_endpoint");
+  if (spec.emulator_rest_endpoint && !spec.emulator_endpoint) {
+    m.check("emulator_rest_endpoint",
+            absl::InvalidArgumentError("goes with emulator_endpoint: the query would go to the "
+                                       "emulator and the reads to BigQuery"));
+  }
   spec.service_account_key_file = m.optional_string("service_account_key_file");
   // What the builder refuses, reported at the key instead of when the job starts.
   if (spec.max_stream_count > 0 && spec.preferred_min_stream_count > spec.max_stream_count) {
@@ -81,16 +92,28 @@ BigQuerySourceSpec ParseBigQuerySource(YamlMap& m) {
     m.check("selected_fields", options.validate());
   }
   if (!spec.query.empty()) {
-    // The builder's query-route checks (snapshot_time, the window's location), at the key.
-    bigquery::BigQueryReadOptions options;
-    options.query = spec.query;
-    options.parent_project = spec.parent_project.value_or(spec.project);
-    options.query_location = spec.query_location;
-    options.query_result_dataset = spec.query_result_dataset;
-    options.reuse_query_result_within = spec.reuse_query_result_within;
-    options.job_name = "pipeline";  // the pipeline's `name:`, never empty
-    if (spec.snapshot_time_us) options.snapshot_time = absl::FromUnixMicros(*spec.snapshot_time_us);
-    m.check("query", options.validate());
+    // The builder's query-route checks, each at the key it is about (one option set at a time).
+    auto with = [&](auto set) {
+      bigquery::BigQueryReadOptions options;
+      options.query = spec.query;
+      options.parent_project = spec.project;
+      options.job_name = "pipeline";  // the pipeline's `name:`, never empty
+      set(options);
+      return options.validate();
+    };
+    m.check("query", with([](auto&) {}));
+    m.check("query_location", with([&](auto& o) { o.query_location = spec.query_location; }));
+    m.check("query_result_dataset",
+            with([&](auto& o) { o.query_result_dataset = spec.query_result_dataset; }));
+    m.check("reuse_query_result_within", with([&](auto& o) {
+              o.query_location = spec.query_location.empty() ? "" : "US";
+              o.reuse_query_result_within = spec.reuse_query_result_within;
+            }));
+    if (spec.snapshot_time_us) {
+      m.check("snapshot_time", with([&](auto& o) {
+                o.snapshot_time = absl::FromUnixMicros(*spec.snapshot_time_us);
+              }));
+    }
   }
   return spec;
 }

@@ -260,8 +260,6 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
     upstream_->RemoveHold();
   }
 
-  ~ProxyCall() override { proxy_->call_freed(); }
-
   // The call is deleted when the server side and (if started) the upstream side are both done.
   void release() {
     bool last;
@@ -269,7 +267,11 @@ class ProxyCall final : public grpc::ServerGenericBidiReactor {
       std::lock_guard lock(mu_);
       last = --pending_ == 0;
     }
-    if (last) delete this;
+    if (!last) return;
+    // Counted as freed only once its members (the upstream call and its context) are gone.
+    FaultProxy* proxy = proxy_;
+    delete this;
+    proxy->call_freed();
   }
 
   FaultProxy* proxy_;
@@ -334,9 +336,10 @@ FaultProxy::~FaultProxy() {
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   // Shutdown cancels the calls still open, and each cancels its upstream half; wait for both
   // halves, whose last callbacks may still be queued on gRPC's threads.
+  // Never returns before they are: a call (or a delay rule's thread) would use the freed proxy.
   std::unique_lock lock(calls_mu_);
-  if (!calls_cv_.wait_for(lock, std::chrono::seconds(30), [this] { return live_calls_ == 0; })) {
-    std::fprintf(stderr, "fault proxy: %d proxied call(s) still open 30 s after shutdown\n",
+  while (!calls_cv_.wait_for(lock, std::chrono::seconds(30), [this] { return live_calls_ == 0; })) {
+    std::fprintf(stderr, "fault proxy: %d proxied call(s) still open after shutdown; waiting\n",
                  live_calls_);
   }
 }

@@ -52,8 +52,8 @@ absl::StatusOr<nlohmann::json> TableAdmin::call(const std::string& method, const
                                ? client.Post(path, headers, payload, "application/json")
                                : client.Patch(path, headers, payload, "application/json");
   if (!result) {
-    return absl::UnavailableError(fmt::format("BigQuery {} {}: no answer ({})", method, path,
-                                              httplib::to_string(result.error())));
+    return absl::UnavailableError(fmt::format("BigQuery {} {}{}: no answer ({})", method, endpoint_,
+                                              path, httplib::to_string(result.error())));
   }
   auto json = util::ParseJsonBounded(result->body, kMaxJsonDepth);
   if (result->status >= 200 && result->status < 300) {

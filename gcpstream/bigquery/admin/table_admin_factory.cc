@@ -9,10 +9,17 @@
 namespace gcpstream::bigquery {
 
 absl::Status ValidateRestEndpoint(const std::string& url) {
-  static const RE2 kUrl(R"((http://[^/\s:@]+:\d{1,5}|https://[^/\s:@]+(:\d{1,5})?))");
-  if (!RE2::FullMatch(url, kUrl)) {
+  static const RE2 kUrl(R"((?:http://[^/\s:@]+:(\d{1,5})|https://[^/\s:@]+(?::(\d{1,5}))?))");
+  std::string http_port, https_port;
+  if (!RE2::FullMatch(url, kUrl, &http_port, &https_port)) {
     return absl::InvalidArgumentError(fmt::format(
         "BigQuery REST endpoint \"{}\" is not http://host:port (or https://host[:port])", url));
+  }
+  for (const std::string& port : {http_port, https_port}) {
+    if (!port.empty() && (std::stoi(port) < 1 || std::stoi(port) > 65535)) {
+      return absl::InvalidArgumentError(
+          fmt::format("BigQuery REST endpoint \"{}\": port {} is not 1..65535", url, port));
+    }
   }
   return absl::OkStatus();
 }

@@ -53,12 +53,14 @@ void StagingFileClient::begin_file() {
 }
 
 void StagingFileClient::submit(BigQueryRow&& row, std::uint64_t token) {
-  absl::Status failed;
-  {
-    std::lock_guard lock(mu_);
-    failed = failed_;
+  if (has_failed_.load(std::memory_order_acquire)) {
+    absl::Status failed;
+    {
+      std::lock_guard lock(mu_);
+      failed = failed_;
+    }
+    return report({token}, failed);
   }
-  if (!failed.ok()) return report({token}, failed);
   datum_.clear();  // reused: no allocation per row once it has grown
   absl::Status encoded = encoder_->encode(row.bytes, &datum_);
   if (encoded.ok()) {
@@ -106,6 +108,7 @@ void StagingFileClient::flush() {
     {
       std::lock_guard lock(mu_);
       if (failed_.ok()) failed_ = Marked(st, kStreamFailurePayload);
+      has_failed_.store(true, std::memory_order_release);
     }
     file_.reset();
     ends_.clear();
@@ -183,6 +186,7 @@ void StagingFileClient::upload_loop() {
       {
         std::lock_guard lock(mu_);
         if (failed_.ok()) failed_ = marked;
+        has_failed_.store(true, std::memory_order_release);
       }
       report(std::move(task.tokens), marked);
       continue;
@@ -283,6 +287,7 @@ absl::Status StagingFileClient::shutdown() {
   {
     std::lock_guard lock(mu_);
     if (failed_.ok()) failed_ = absl::CancelledError("the staging client is shut down");
+    has_failed_.store(true, std::memory_order_release);
     stopping_ = true;
   }
   wake_.notify_all();

@@ -1,6 +1,7 @@
 #ifndef GCPSTREAM_BIGQUERY_SINK_STAGING_FILE_CLIENT_H_
 #define GCPSTREAM_BIGQUERY_SINK_STAGING_FILE_CLIENT_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -120,6 +121,8 @@ class StagingFileClient final : public connector::DestinationClient<BigQueryRow>
   std::deque<Task> tasks_;
   bool stopping_ = false;
   absl::Status failed_;  // once set, every row fails with it
+  // failed_ is set: read by the writer thread per row without taking mu_.
+  std::atomic<bool> has_failed_{false};
   std::string session_;  // the open file's resumable session (upload thread only)
   std::thread uploader_;
 };

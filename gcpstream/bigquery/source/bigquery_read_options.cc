@@ -87,11 +87,17 @@ absl::Status BigQueryReadOptions::validate_query() const {
         absl::StrCat(kWho, "the query is ", query.size(), " bytes; BigQuery takes at most 1 MiB"));
   }
   static const RE2 kDataset("[A-Za-z0-9_]+");
-  if (!query_result_dataset.empty() && (query_result_dataset.size() > 1024 ||
-                                        !RE2::FullMatch(query_result_dataset, kDataset))) {
+  if (!query_result_dataset.empty() &&
+      (query_result_dataset.size() > 1024 || !RE2::FullMatch(query_result_dataset, kDataset))) {
     return absl::InvalidArgumentError(
         absl::StrCat(kWho, "query_result_dataset '", query_result_dataset,
                      "' is not a dataset id (letters, digits and underscores) of parent_project"));
+  }
+  static const RE2 kLocation("[A-Za-z0-9-]{1,64}");
+  if (!query_location.empty() && !RE2::FullMatch(query_location, kLocation)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        kWho, "query_location '", query_location.substr(0, 100),
+        "' is not a BigQuery location (letters, digits and '-', like US, EU or europe-west4)"));
   }
   const auto window = reuse_query_result_within;
   if (window.count() < 0 || window > std::chrono::hours(24)) {

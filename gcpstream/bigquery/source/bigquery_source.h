@@ -189,10 +189,21 @@ class BigQuerySource final : public Source<T, ReadStreamSplit, BigQueryReadEnumS
       if (!deserializer_) {
         return absl::InvalidArgumentError("BigQuerySource needs deserializer(...)");
       }
-      if (query && this->client().emulator_endpoint().has_value() && !emulator_rest_) {
+      const bool emulator = this->client().emulator_endpoint().has_value();
+      if (query && emulator && !emulator_rest_) {
         return absl::InvalidArgumentError(
             "BigQuerySource: a query source with emulator_endpoint needs emulator_rest_endpoint "
             "too: the query job is a REST call, served on another port");
+      }
+      if (emulator_rest_ && !query) {
+        return absl::InvalidArgumentError(
+            "BigQuerySource: emulator_rest_endpoint applies to a query source only (a table "
+            "source makes no REST call)");
+      }
+      if (emulator_rest_ && !emulator) {
+        return absl::InvalidArgumentError(
+            "BigQuerySource: emulator_rest_endpoint goes with emulator_endpoint: the query would "
+            "go to the emulator and the reads to BigQuery");
       }
       if (emulator_rest_) GCP_RETURN_IF_ERROR(ValidateRestEndpoint(*emulator_rest_));
       BigQueryReadOptions options = options_;
@@ -223,7 +234,11 @@ class BigQuerySource final : public Source<T, ReadStreamSplit, BigQueryReadEnumS
   }
   absl::StatusOr<EnumeratorPtr> restore_enumerator(SplitEnumeratorContext<ReadStreamSplit>& context,
                                                    BigQueryReadEnumState state) const override {
-    GCP_ASSIGN_OR_RETURN(std::shared_ptr<const TableAdmin> admin, make_admin());
+    // A restored session runs no query: no REST client (nor credentials) unless there is none.
+    std::shared_ptr<const TableAdmin> admin;
+    if (state.session.empty()) {
+      GCP_ASSIGN_OR_RETURN(admin, make_admin());
+    }
     return EnumeratorPtr(std::make_unique<ReadSessionEnumerator>(
         context, stubs_, options_, std::move(admin), std::move(state)));
   }

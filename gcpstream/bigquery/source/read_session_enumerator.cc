@@ -75,9 +75,8 @@ absl::StatusOr<std::vector<ReadStreamSplit>> CreateReadSession(BigQueryReadStub&
     if (session.status().code() == absl::StatusCode::kInvalidArgument &&
         absl::StrContains(session.status().message(), "non-table entities")) {
       hint =
-          " (the Storage Read API reads table storage, and a view has none; read the "
-          "view's rows by naming its underlying table, or through a query job whose result "
-          "table you name here)";
+          " (the Storage Read API reads table storage, and a view has none: read the view "
+          "through query(\"SELECT ... FROM `project.dataset.view`\") instead of table(...))";
     }
     return absl::Status(session.status().code(),
                         absl::StrCat("BigQuerySource: creating the read session for ",
@@ -141,14 +140,29 @@ absl::Status ReadSessionEnumerator::start() {
     assigner_.set_planned(std::move(unassigned));
     return absl::OkStatus();
   }
+  const std::string asked = DescribeReadSession(options_);
+  if (!state_.query_job.empty() && state_.read_options != asked) {
+    // Restored while the query ran: its job is for what the first plan asked.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "BigQuerySource: the restored query job ", state_.query_job, " was submitted for ",
+        state_.read_options, ", but the source now asks for ", asked,
+        ". Restore with the same options, or start the read afresh without this state"));
+  }
+  state_.read_options = asked;
   auto stub = stubs_();
   if (!stub.ok()) return stub.status();
   if (!options_.query.empty() && admin_ == nullptr) {
     return absl::FailedPreconditionError("BigQuerySource: a query source has no REST client");
   }
+  // Each query job created is told as it is made: counted even when the plan then fails (it was
+  // billed), and checkpointed, so a restore before the session exists waits for that job
+  // instead of running the query again.
+  auto submitted = std::make_shared<Submitted>();
+  submitted->job = state_.query_job;
+  submitted_ = submitted;
   context_.call_async<absl::StatusOr<Created>>(
-      [stub = *std::move(stub), options = options_, admin = admin_,
-       closed = closed_]() mutable -> absl::StatusOr<Created> {
+      [stub = *std::move(stub), options = options_, admin = admin_, closed = closed_,
+       submitted]() mutable -> absl::StatusOr<Created> {
         Created created;
         if (!options.query.empty()) {
           // The query runs before the session, once: the session's existence in the state is
@@ -162,7 +176,18 @@ absl::Status ReadSessionEnumerator::start() {
           spec.job_name = options.job_name;
           spec.poll_initial = options.query_poll_initial;
           spec.poll_max = options.query_poll_max;
-          GCP_ASSIGN_OR_RETURN(created.query, RunQueryJob(*admin, spec, closed.get()));
+          {
+            std::lock_guard lock(submitted->mu);
+            spec.resume_job = submitted->job;
+          }
+          GCP_ASSIGN_OR_RETURN(
+              created.query,
+              RunQueryJob(*admin, spec, closed.get(),
+                          [submitted](const std::string& id, const std::string& location) {
+                            std::lock_guard lock(submitted->mu);
+                            submitted->job = QueryJobRef(id, location);
+                            ++submitted->count;
+                          }));
           options.table = created.query.result_table;
         }
         created.table = options.table;
@@ -172,8 +197,13 @@ absl::Status ReadSessionEnumerator::start() {
         return created;
       },
       // The enumerator may be closed and gone before the answer: the flag outlives it.
-      [this, closed = closed_](absl::StatusOr<Created> created) {
-        if (!closed->load()) on_created(std::move(created));
+      [this, closed = closed_, submitted](absl::StatusOr<Created> created) {
+        if (closed->load()) return;
+        {
+          std::lock_guard lock(submitted->mu);
+          queries_submitted_.inc(submitted->count);
+        }
+        on_created(std::move(created));
       });
   return absl::OkStatus();
 }
@@ -184,11 +214,13 @@ void ReadSessionEnumerator::on_created(absl::StatusOr<Created> created) {
     return;
   }
   sessions_created_.inc();
-  queries_submitted_.inc(created->query.submitted);
   if (created->query.reattached) queries_reattached_.inc();
   state_.session = created->session;
   state_.read_table = created->table;
   state_.read_options = DescribeReadSession(options_);
+  if (!created->query.job_id.empty()) {
+    state_.query_job = QueryJobRef(created->query.job_id, created->query.location);
+  }
   if (!created->splits.empty()) {
     state_.avro_schema = created->splits.front().avro_schema;
     state_.session_expire_micros = created->splits.front().session_expire_micros;
@@ -229,6 +261,10 @@ absl::Status ReadSessionEnumerator::close() {
 
 absl::StatusOr<BigQueryReadEnumState> ReadSessionEnumerator::snapshot_state(std::int64_t) {
   BigQueryReadEnumState out = state_;
+  if (out.session.empty() && submitted_ != nullptr) {
+    std::lock_guard lock(submitted_->mu);
+    out.query_job = submitted_->job;  // a query still running: a restore waits for it
+  }
   out.unassigned = assigner_.unassigned();
   return out;
 }

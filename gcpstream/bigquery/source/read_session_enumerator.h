@@ -3,6 +3,8 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "gcpstream/api/pull_split_assigner.h"
@@ -31,9 +33,11 @@ absl::StatusOr<std::vector<ReadStreamSplit>> CreateReadSession(
     BigQueryReadStub& stub, const BigQueryReadOptions& options, std::string* session_name,
     const std::atomic<bool>* cancelled = nullptr);
 
-// On the query route it first runs the query job (RunQueryJob: once, from this planning call;
-// the checkpointed session is what stops a restore from running it again, so the restored
-// state's table is the result's) and reads its result table. `admin` is needed there only.
+// On the query route it first runs the query job (RunQueryJob: once, from this planning call)
+// and reads its result table. The job is checkpointed from the moment it is submitted, so a
+// restore before the session exists waits for that job, and one after adopts the session (the
+// restored state's table is then the result's): the query never runs twice. `admin` is needed
+// there only.
 // Creates the read session exactly once, on a worker thread, and hands its streams out one per
 // split request (pull-based: a reader that finishes a small stream comes back for another). A
 // restored enumerator adopts the checkpointed session and never creates a second one — that
@@ -68,6 +72,13 @@ class ReadSessionEnumerator final : public SplitEnumerator<ReadStreamSplit, BigQ
   };
   void on_created(absl::StatusOr<Created> created);
 
+  // The query job of a plan under way, shared with the worker that submits it.
+  struct Submitted {
+    std::mutex mu;
+    std::string job;  // QueryJobRef, or empty
+    int count = 0;    // jobs created by this plan
+  };
+
   SplitEnumeratorContext<ReadStreamSplit>& context_;
   BigQueryReadStubFactory stubs_;
   const BigQueryReadOptions options_;
@@ -78,6 +89,7 @@ class ReadSessionEnumerator final : public SplitEnumerator<ReadStreamSplit, BigQ
   Counter& queries_submitted_;
   Counter& queries_reattached_;
   std::shared_ptr<std::atomic<bool>> closed_ = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<Submitted> submitted_;
 };
 
 }  // namespace gcpstream::bigquery

@@ -72,8 +72,11 @@ std::string BigQueryFake::rest_endpoint() const { return rest_endpoint_; }
 void BigQueryFake::set_options(FakeOptions options) { store_->set_options(std::move(options)); }
 void BigQueryFake::advance_clock(absl::Duration d) { store_->advance_clock(d); }
 
-absl::Status BigQueryFake::add_dataset(const std::string& project, const std::string& dataset) {
-  return store_->insert_dataset(project, {{"datasetReference", {{"datasetId", dataset}}}}).status();
+absl::Status BigQueryFake::add_dataset(const std::string& project, const std::string& dataset,
+                                       const std::string& location) {
+  nlohmann::json resource = {{"datasetReference", {{"datasetId", dataset}}}};
+  if (!location.empty()) resource["location"] = location;
+  return store_->insert_dataset(project, resource).status();
 }
 
 absl::Status BigQueryFake::add_table(const std::string& project, const std::string& dataset,

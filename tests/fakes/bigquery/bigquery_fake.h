@@ -73,7 +73,9 @@ class BigQueryFake {
 
   // Shortcuts to the REST calls, for tests: a dataset; a table from a REST `tables` resource
   // (`schema.fields` etc.).
-  absl::Status add_dataset(const std::string& project, const std::string& dataset);
+  // `location` empty: US.
+  absl::Status add_dataset(const std::string& project, const std::string& dataset,
+                           const std::string& location = "");
   absl::Status add_table(const std::string& project, const std::string& dataset,
                          const nlohmann::json& table_resource);
   absl::StatusOr<nlohmann::json> table(const std::string& project, const std::string& dataset,

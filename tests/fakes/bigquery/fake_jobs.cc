@@ -15,7 +15,13 @@ namespace {
 using nlohmann::json;
 
 constexpr std::size_t kMaxSourceUris = 10000;
-constexpr const char* kLocation = "US";
+constexpr const char* kDefaultLocation = "US";
+
+// The multi-regions a jobs.get without a location still finds a job in (the jobs.get
+// reference: the location must be given for any other).
+bool MultiRegion(const std::string& location) {
+  return absl::EqualsIgnoreCase(location, "US") || absl::EqualsIgnoreCase(location, "EU");
+}
 
 bool ValidJobId(const std::string& id) {
   if (id.empty() || id.size() > 1024) return false;
@@ -171,6 +177,12 @@ int FakeJobs::jobs_created() const {
 absl::StatusOr<json> FakeJobs::insert(const std::string& project, const json& body) {
   const json reference = body.value("jobReference", json::object());
   std::string id = Str(reference, "jobId");
+  // A query reads the tables as they are now, whenever its job finishes.
+  std::optional<absl::StatusOr<QueryResult>> query_result;
+  if (const json config = body.value("configuration", json());
+      config.is_object() && config.contains("query") && !Str(config["query"], "query").empty()) {
+    query_result = RunQuery(*store_, config["query"]["query"].get<std::string>(), project);
+  }
   std::lock_guard lock(mu_);
   if (id.empty()) id = fmt::format("job_fake_{}", ++generated_);
   if (!ValidJobId(id)) {
@@ -178,19 +190,24 @@ absl::StatusOr<json> FakeJobs::insert(const std::string& project, const json& bo
         fmt::format("Invalid job ID \"{}\": letters, numbers, underscores and dashes, at most 1024",
                     id.substr(0, 1100)));
   }
-  if (jobs_.count(project + "/" + id) > 0) {
+  if (auto existing = jobs_.find(project + "/" + id); existing != jobs_.end()) {
     return absl::AlreadyExistsError(
-        fmt::format("Already Exists: Job {}:{}.{}", project, kLocation, id));
+        fmt::format("Already Exists: Job {}:{}.{}", project,
+                    Str(existing->second.resource["jobReference"], "location"), id));
   }
   if (absl::Status st = CheckConfiguration(body.value("configuration", json())); !st.ok()) {
     return st;
   }
+  const std::string location = Str(reference, "location").empty()
+                                   ? infer_location(project, body["configuration"])
+                                   : Str(reference, "location");
   Job& job = jobs_[project + "/" + id];
+  job.query_result = std::move(query_result);
   ++created_;
   job.resource = {
       {"kind", "bigquery#job"},
-      {"id", fmt::format("{}:{}.{}", project, kLocation, id)},
-      {"jobReference", {{"projectId", project}, {"jobId", id}, {"location", kLocation}}},
+      {"id", fmt::format("{}:{}.{}", project, location, id)},
+      {"jobReference", {{"projectId", project}, {"jobId", id}, {"location", location}}},
       {"configuration", body["configuration"]},
       {"status", {{"state", "RUNNING"}}},
       {"statistics", {{"creationTime", std::to_string(absl::ToUnixMillis(absl::Now()))}}}};
@@ -202,12 +219,18 @@ absl::StatusOr<json> FakeJobs::insert(const std::string& project, const json& bo
   return job.resource;
 }
 
-absl::StatusOr<json> FakeJobs::get(const std::string& project, const std::string& job_id) {
+absl::StatusOr<json> FakeJobs::get(const std::string& project, const std::string& job_id,
+                                   const std::string& location) {
   std::lock_guard lock(mu_);
   auto it = jobs_.find(project + "/" + job_id);
-  if (it == jobs_.end()) {
-    return absl::NotFoundError(
-        fmt::format("Not found: Job {}:{}", project, job_id.substr(0, 1100)));
+  const std::string at =
+      it == jobs_.end() ? "" : Str(it->second.resource["jobReference"], "location");
+  // A job is found in its own location; without one, only in the US and EU multi-regions.
+  if (it == jobs_.end() || (location.empty() && !MultiRegion(at)) ||
+      (!location.empty() && !absl::EqualsIgnoreCase(location, at))) {
+    return absl::NotFoundError(fmt::format("Not found: Job {}:{}{}", project,
+                                           location.empty() ? "" : location + ".",
+                                           job_id.substr(0, 1100)));
   }
   Job& job = it->second;
   if (!job.done && ++job.polls >= polls_until_done_) run(job);
@@ -227,7 +250,10 @@ void FakeJobs::run(Job& job) {
     } else if (config.contains("copy")) {
       rows = run_copy(config["copy"], project);
     } else {
-      rows = run_query(job.resource["configuration"]["query"], project);
+      rows = run_query(job.resource["configuration"]["query"], project,
+                       job.resource["jobReference"]["jobId"].get<std::string>(),
+                       job.query_result ? *std::move(job.query_result)
+                                        : absl::InternalError("the query was not evaluated"));
     }
   } catch (const json::exception& e) {
     rows = absl::InvalidArgumentError(std::string("Invalid job configuration: ") + e.what());
@@ -366,14 +392,38 @@ absl::StatusOr<std::int64_t> FakeJobs::run_copy(const json& copy, const std::str
   return count;
 }
 
-absl::StatusOr<std::int64_t> FakeJobs::run_query(json& query, const std::string& project) {
+std::string FakeJobs::infer_location(const std::string& project, const json& configuration) const {
+  // BigQuery runs a job where its data is: the dataset a query reads, or a load's or copy's
+  // destination dataset.
+  std::optional<std::pair<std::string, std::string>> dataset;
+  if (configuration.contains("query")) {
+    dataset = QueryDataset(Str(configuration["query"], "query"), project);
+  } else {
+    const json& body =
+        configuration.contains("load") ? configuration["load"] : configuration["copy"];
+    const json ref = body.value("destinationTable", json::object());
+    if (!Str(ref, "datasetId").empty()) {
+      dataset = std::make_pair(Str(ref, "projectId").empty() ? project : Str(ref, "projectId"),
+                               Str(ref, "datasetId"));
+    }
+  }
+  if (dataset) {
+    if (auto d = store_->get_dataset(dataset->first, dataset->second); d.ok()) {
+      if (const std::string at = Str(*d, "location"); !at.empty()) return at;
+    }
+  }
+  return kDefaultLocation;
+}
+
+absl::StatusOr<std::int64_t> FakeJobs::run_query(json& query, const std::string& project,
+                                                 const std::string& job_id,
+                                                 absl::StatusOr<QueryResult> result) {
   // jobs.insert runs legacy SQL unless told otherwise; the fake evaluates GoogleSQL only.
   if (query.value("useLegacySql", true)) {
     return absl::InvalidArgumentError(
         "the fake runs GoogleSQL only: set configuration.query.useLegacySql to false (jobs.insert "
         "defaults to legacy SQL)");
   }
-  auto result = RunQuery(*store_, query["query"].get<std::string>(), project);
   if (!result.ok()) return result.status();
   auto schema = ParseSchema(result->fields);
   if (!schema.ok()) return schema.status();
@@ -384,11 +434,12 @@ absl::StatusOr<std::int64_t> FakeJobs::run_query(json& query, const std::string&
     if (Str(reference, "projectId").empty()) reference["projectId"] = project;
   } else {
     // No destination: the result goes to an anonymous dataset of the project, which the
-    // service creates itself, into a table that expires after a day.
+    // service creates itself, into a table of this job's that expires after a day (the fake
+    // keeps no cache, so a re-run never rewrites a result another reader may still read).
     const std::string dataset = "_" + Hex16(project);
     reference = {{"projectId", project},
                  {"datasetId", dataset},
-                 {"tableId", "anon" + Hex16(query["query"].get<std::string>())}};
+                 {"tableId", "anon" + Hex16(project + "/" + job_id)}};
     if (auto made =
             store_->insert_dataset(project, {{"datasetReference", {{"datasetId", dataset}}}});
         !made.ok() && made.status().code() != absl::StatusCode::kAlreadyExists) {
@@ -452,7 +503,7 @@ void RegisterJobRoutes(httplib::Server& server, std::shared_ptr<FakeJobs> jobs) 
                 return jobs->insert(req.matches[1], body);
               }));
   server.Get(p + "/jobs/([^/]+)", handle([jobs](const httplib::Request& req, const json&) {
-               return jobs->get(req.matches[1], req.matches[2]);
+               return jobs->get(req.matches[1], req.matches[2], req.get_param_value("location"));
              }));
   server.Post("/fake/v1/jobs:options",
               handle([jobs](const httplib::Request&, const json& body) -> absl::StatusOr<json> {

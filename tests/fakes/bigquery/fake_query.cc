@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <re2/re2.h>
 
+#include <set>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -23,17 +25,35 @@ absl::Status Unsupported(const std::string& sql) {
                   sql.substr(0, 300)));
 }
 
-absl::StatusOr<QueryResult> Run(const FakeStore& store, const std::string& sql,
-                                const std::string& project, int depth) {
+struct Parsed {
+  std::string columns, from, where;
+  std::vector<std::string> table;  // project, dataset, table (empty when malformed)
+};
+
+std::optional<Parsed> Parse(const std::string& sql, const std::string& project) {
   static const RE2 kSelect(
       R"((?is)\s*SELECT\s+(\*|[A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)\s+)"
       R"(FROM\s+(`[^`]+`|[A-Za-z0-9_.\-]+)(?:\s+WHERE\s+(.+?))?\s*;?\s*)");
-  std::string columns, from, where;
-  if (!RE2::FullMatch(sql, kSelect, &columns, &from, &where)) return Unsupported(sql);
-  from = std::string(absl::StripSuffix(absl::StripPrefix(from, "`"), "`"));
-  std::vector<std::string> parts = absl::StrSplit(from, '.');
+  Parsed p;
+  if (!RE2::FullMatch(sql, kSelect, &p.columns, &p.from, &p.where)) return std::nullopt;
+  p.from = std::string(absl::StripSuffix(absl::StripPrefix(p.from, "`"), "`"));
+  std::vector<std::string> parts = absl::StrSplit(p.from, '.');
   if (parts.size() == 2) parts.insert(parts.begin(), project);
-  if (parts.size() != 3 || parts[0].empty() || parts[1].empty() || parts[2].empty()) {
+  if (parts.size() == 3 && !parts[0].empty() && !parts[1].empty() && !parts[2].empty()) {
+    p.table = std::move(parts);
+  }
+  return p;
+}
+
+absl::StatusOr<QueryResult> Run(const FakeStore& store, const std::string& sql,
+                                const std::string& project, int depth) {
+  std::optional<Parsed> parsed_sql = Parse(sql, project);
+  if (!parsed_sql) return Unsupported(sql);
+  const std::string& columns = parsed_sql->columns;
+  const std::string& from = parsed_sql->from;
+  const std::string& where = parsed_sql->where;
+  const std::vector<std::string>& parts = parsed_sql->table;
+  if (parts.empty()) {
     return absl::InvalidArgumentError(
         fmt::format("Table name \"{}\" missing dataset", from.substr(0, 300)));
   }
@@ -83,6 +103,15 @@ absl::StatusOr<QueryResult> Run(const FakeStore& store, const std::string& sql,
       kept.push_back(match);
     }
   }
+  // A result table cannot hold two columns of one name (checked before any row is touched).
+  std::set<std::string> names;
+  for (const Field* f : kept) {
+    if (!names.insert(absl::AsciiStrToLower(f->name)).second) {
+      return absl::InvalidArgumentError(fmt::format(
+          "Duplicate column names in the result are not supported. Found duplicate(s): {}",
+          f->name));
+    }
+  }
   std::optional<RowRestriction> filter;
   if (!where.empty()) {
     auto parsed = RowRestriction::Parse(where, *schema);
@@ -114,6 +143,13 @@ absl::StatusOr<QueryResult> Run(const FakeStore& store, const std::string& sql,
 absl::StatusOr<QueryResult> RunQuery(const FakeStore& store, const std::string& sql,
                                      const std::string& project) {
   return Run(store, sql, project, 0);
+}
+
+std::optional<std::pair<std::string, std::string>> QueryDataset(const std::string& sql,
+                                                                const std::string& project) {
+  std::optional<Parsed> p = Parse(sql, project);
+  if (!p || p->table.empty()) return std::nullopt;
+  return std::make_pair(p->table[0], p->table[1]);
 }
 
 }  // namespace gcpstream::testing::bigquery_fake

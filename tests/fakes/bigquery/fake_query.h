@@ -2,7 +2,9 @@
 #define GCPSTREAM_TESTS_FAKES_BIGQUERY_FAKE_QUERY_H_
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -26,6 +28,10 @@ struct QueryResult {
 };
 absl::StatusOr<QueryResult> RunQuery(const FakeStore& store, const std::string& sql,
                                      const std::string& project);
+// The (project, dataset) of the table a query of those shapes reads, when it parses: where a job
+// that names no location runs (BigQuery infers it from the tables the query references).
+std::optional<std::pair<std::string, std::string>> QueryDataset(const std::string& sql,
+                                                                const std::string& project);
 
 }  // namespace gcpstream::testing::bigquery_fake
 

@@ -5,7 +5,8 @@
 // anonymous dataset, kept about 24 hours, whose name the finished job reports in
 // configuration.query.destinationTable), "Job" status (DONE with errorResult reason
 // invalidQuery or notFound when the query fails) and "Introduction to views" (a query over a
-// logical view runs the view's query).
+// logical view runs the view's query), and "jobs.get" (the location must be given for a job
+// outside the US and EU multi-regions; a job runs where the data it reads is).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -119,6 +120,25 @@ TEST_F(BigQueryQueryJobsFakeTest, AViewIsExpandedAndADestinationTakesTheResultUn
   done = run("truncate", config);
   EXPECT_FALSE(done["status"].contains("errorResult")) << done.dump();
   EXPECT_EQ(rows_of(config["query"]["destinationTable"]).size(), 3u);
+}
+
+TEST_F(BigQueryQueryJobsFakeTest, ARegionalJobIsFoundOnlyWithItsLocation) {
+  ASSERT_TRUE(fake_->add_dataset("p", "tokyo", "asia-northeast1").ok());
+  json table = {{"tableReference", {{"tableId", "t"}}},
+                {"schema", {{"fields", {{{"name", "id"}, {"type", "INT64"}}}}}}};
+  ASSERT_TRUE(fake_->add_table("p", "tokyo", table).ok());
+  auto inserted = admin_->insert_job("p", "regional", Query("SELECT * FROM `p.tokyo.t`"));
+  ASSERT_TRUE(inserted.ok()) << inserted.status();
+  EXPECT_EQ((*inserted)["jobReference"]["location"], "asia-northeast1")
+      << "a job naming no location runs where its data is";
+  EXPECT_EQ(admin_->get_job("p", "regional", "").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(admin_->get_job("p", "regional", "EU").status().code(), absl::StatusCode::kNotFound);
+  auto found = admin_->get_job("p", "regional", "asia-northeast1");
+  ASSERT_TRUE(found.ok()) << found.status();
+  auto named = admin_->insert_job("p", "named", Query("SELECT * FROM `p.d.flights`"), "EU");
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ((*named)["jobReference"]["location"], "EU");
+  EXPECT_TRUE(admin_->get_job("p", "named", "").ok()) << "a multi-region job is found without it";
 }
 
 }  // namespace

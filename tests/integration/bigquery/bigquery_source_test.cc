@@ -5,9 +5,9 @@
 // the session is never created twice; dropped connections resumed by the reader (readRetries);
 // an expired session reported as such; a missing table failing with NOT_FOUND. The query route:
 // one query job, its result read; a restore never runs it again; reuse_query_result_within
-// adopting an earlier attempt's job and probing past a failed one or a vanished result; a failed
-// query failing the job with its reason. Spec: ../shared/spec/bigquery.md, "Source" and
-// "Reading a query or a view".
+// adopting an earlier attempt's job and passing over a failed one (query_job_runner_test.cc has
+// the rest of the job's life); a failed query failing the job with its reason. Spec:
+// ../shared/spec/bigquery.md, "Source" and "Reading a query or a view".
 #include "gcpstream/bigquery/source/bigquery_source.h"
 
 #include <gmock/gmock.h>
@@ -17,7 +17,6 @@
 #include <map>
 #include <mutex>
 
-#include "gcpstream/connector/oauth2_credentials.h"
 #include "gcpstream/runtime/builtin/collect_sink.h"
 #include "gcpstream/runtime/stream_execution_environment.h"
 #include "tests/fakes/bigquery/bigquery_fake.h"
@@ -427,64 +426,6 @@ TEST_F(BigQuerySourceIT, AReuseWindowAdoptsTheEarlierAttemptsJobAndProbesPastAFa
   EXPECT_EQ(fake_->jobs().jobs_created(), 3);
 }
 
-TEST_F(BigQuerySourceIT, AReusedJobWhoseResultTableVanishedIsProbedPast) {
-  Insert(60);
-  const std::string dataset_query = "SELECT id FROM `p.d.flights` WHERE id < 10";
-  auto build = [&] {
-    return QueryBuilder(dataset_query)
-        .query_location("US")
-        .query_result_dataset("d")
-        .reuse_query_result_within(std::chrono::hours(1), "vanishing")
-        .build();
-  };
-  runtime::JobResult result = Run(*build(), std::make_shared<Seen>(), 1);
-  ASSERT_TRUE(result.status.ok()) << result.status;
-  const std::string first = ReusableQueryJobId({.query = dataset_query,
-                                                .project = "p",
-                                                .location = "US",
-                                                .result_dataset = "d",
-                                                .reuse_within = std::chrono::hours(1),
-                                                .job_name = "vanishing"});
-  auto kept = fake_->table("p", "d", "gcpstream_result_" + first);
-  ASSERT_TRUE(kept.ok()) << "the result lands in the named dataset: " << kept.status();
-  EXPECT_TRUE(kept->contains("expirationTime")) << "and expires after a day";
-  ASSERT_TRUE(fake_->delete_table("p", "d", "gcpstream_result_" + first).ok());
-  auto seen = std::make_shared<Seen>();
-  result = Run(*build(), seen, 1);
-  ASSERT_TRUE(result.status.ok()) << result.status;
-  EXPECT_EQ(result.metric("bigquery", "queryJobsSubmitted"), 1) << "the query ran again";
-  EXPECT_EQ(result.metric("bigquery", "queryJobsReattached"), 0);
-  EXPECT_EQ(seen->counts.size(), 10u);
-  EXPECT_TRUE(fake_->table("p", "d", "gcpstream_result_" + first + "_r1").ok());
-}
-
-TEST_F(BigQuerySourceIT, AReusableJobCreatedBeforeTheWindowBeganIsProbedPast) {
-  Insert(30);
-  TableAdmin admin(fake_->rest_endpoint(), connector::MakeNoCredentials());
-  QueryJobSpec spec{.query = kSfoQuery,
-                    .project = "p",
-                    .location = "US",
-                    .reuse_within = std::chrono::hours(1),
-                    .job_name = "stale",
-                    .poll_initial = 1ms,
-                    .poll_max = 5ms};
-  auto first = RunQueryJob(admin, spec);
-  ASSERT_TRUE(first.ok()) << first.status();
-  EXPECT_EQ(first->job_id, ReusableQueryJobId(spec));
-  EXPECT_EQ(first->submitted, 1);
-  auto inside = RunQueryJob(admin, spec);
-  ASSERT_TRUE(inside.ok()) << inside.status();
-  EXPECT_TRUE(inside->reattached);
-  EXPECT_EQ(inside->submitted, 0);
-  EXPECT_EQ(inside->result_table, first->result_table);
-  auto after = RunQueryJob(admin, spec, nullptr, [] { return absl::Now() + absl::Hours(2); });
-  ASSERT_TRUE(after.ok()) << after.status();
-  EXPECT_FALSE(after->reattached) << "the first job is older than the window";
-  EXPECT_EQ(after->job_id, ReusableQueryJobId(spec) + "_r1");
-  EXPECT_EQ(after->submitted, 1);
-  EXPECT_EQ(fake_->jobs().jobs_created(), 2);
-}
-
 TEST_F(BigQuerySourceIT, AQueryTheServiceRefusesFailsTheJobWithItsReasonAndNoSession) {
   auto source = QueryBuilder("SELECT origin, COUNT(*) FROM `p.d.flights` GROUP BY origin").build();
   ASSERT_TRUE(source.ok()) << source.status();
@@ -492,6 +433,8 @@ TEST_F(BigQuerySourceIT, AQueryTheServiceRefusesFailsTheJobWithItsReasonAndNoSes
   EXPECT_EQ(result.status.code(), absl::StatusCode::kInvalidArgument) << result.status;
   EXPECT_THAT(result.status.message(), HasSubstr("reason invalidQuery"));
   EXPECT_EQ(*sessions_, 0);
+  EXPECT_EQ(result.metric("bigquery", "queryJobsSubmitted"), 1)
+      << "the failed query was still submitted, and billed";
 }
 
 TEST_F(BigQuerySourceIT, TheBuilderRefusesQueryOptionsThatCannotWork) {
@@ -522,8 +465,17 @@ TEST_F(BigQuerySourceIT, TheBuilderRefusesQueryOptionsThatCannotWork) {
   EXPECT_THAT(table_with_query_option.status().message(), HasSubstr("query source only"));
   auto bad_dataset = QueryBuilder(kSfoQuery).query_result_dataset("d.x").build();
   EXPECT_THAT(bad_dataset.status().message(), HasSubstr("not a dataset id"));
+  auto rest_on_a_table = Builder().emulator_rest_endpoint(fake_->rest_endpoint()).build();
+  EXPECT_THAT(rest_on_a_table.status().message(), HasSubstr("query source only"));
+  auto rest_alone = BigQuerySource<std::int64_t>::builder()
+                        .query(kSfoQuery)
+                        .parent_project("p")
+                        .emulator_rest_endpoint(fake_->rest_endpoint())
+                        .deserializer(&Deserialize)
+                        .build();
+  EXPECT_THAT(rest_alone.status().message(), HasSubstr("goes with emulator_endpoint"));
   for (const auto* s : {&both, &no_project, &snapshot, &no_location, &too_long, &no_rest,
-                        &table_with_query_option, &bad_dataset}) {
+                        &table_with_query_option, &bad_dataset, &rest_on_a_table, &rest_alone}) {
     EXPECT_EQ(s->status().code(), absl::StatusCode::kInvalidArgument) << s->status();
   }
 }

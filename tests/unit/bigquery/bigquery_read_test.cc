@@ -326,6 +326,8 @@ TEST(ReadSessionEnumeratorTest, AnEmptyTableFinishesEveryReaderAndAViewRefusalSa
   ASSERT_TRUE(view.start().ok());
   EXPECT_EQ(failing.failure.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(failing.failure.message(), HasSubstr("a view has none"));
+  EXPECT_THAT(failing.failure.message(), HasSubstr("through query("))
+      << "the refusal names the way round it";
 }
 
 // --- Stream reader -------------------------------------------------------------------------

@@ -21,18 +21,24 @@ QueryJobSpec Spec() {
                       .job_name = "nightly"};
 }
 
+constexpr std::int64_t kBucket = 494000;
+
 TEST(ReusableQueryJobIdTest, TheSameConfigurationAlwaysGivesTheSameValidId) {
-  const std::string id = ReusableQueryJobId(Spec());
-  EXPECT_EQ(id, ReusableQueryJobId(Spec()));
-  EXPECT_TRUE(RE2::FullMatch(id, "gcpstream_query_[0-9a-f]{16}")) << id;
+  const std::string id = ReusableQueryJobId(Spec(), kBucket);
+  EXPECT_EQ(id, ReusableQueryJobId(Spec(), kBucket));
+  EXPECT_TRUE(RE2::FullMatch(id, "gcpstream_query_[0-9a-f]{16}_494000")) << id;
   QueryJobSpec polls = Spec();
   polls.poll_initial = std::chrono::milliseconds(5);
-  EXPECT_EQ(ReusableQueryJobId(polls), id) << "how the job is polled is not what it produces";
+  EXPECT_EQ(ReusableQueryJobId(polls, kBucket), id)
+      << "how the job is polled is not what it produces";
+  EXPECT_NE(ReusableQueryJobId(Spec(), kBucket + 1), id) << "each window has ids of its own";
 }
 
 TEST(ReusableQueryJobIdTest, EveryFieldOfTheConfigurationChangesTheId) {
-  std::set<std::string> ids = {ReusableQueryJobId(Spec())};
-  auto add = [&](QueryJobSpec s) { EXPECT_TRUE(ids.insert(ReusableQueryJobId(s)).second); };
+  std::set<std::string> ids = {ReusableQueryJobId(Spec(), kBucket)};
+  auto add = [&](QueryJobSpec s) {
+    EXPECT_TRUE(ids.insert(ReusableQueryJobId(s, kBucket)).second);
+  };
   QueryJobSpec s = Spec();
   s.query += " WHERE x = 1";
   add(s);

@@ -153,12 +153,19 @@ TEST(BigQuerySourceSpec, QueryMistakesNameTheirKey) {
   };
   for (const auto& c : std::vector<Case>{
            {"  dataset: d\n", "drop `dataset` and `table`"},
+           {"  snapshot_time: 2026-08-09T10:00:00Z\n", "source.snapshot_time"},
            {"  snapshot_time: 2026-08-09T10:00:00Z\n", "FOR SYSTEM_TIME AS OF"},
+           {"  reuse_query_result_within: 1h\n", "source.reuse_query_result_within"},
            {"  reuse_query_result_within: 1h\n", "needs query_location"},
            {"  query_location: EU\n  reuse_query_result_within: 25h\n",
             "reuse_query_result_within"},
-           {"  query_result_dataset: a.b\n", "not a dataset id"},
+           {"  query_result_dataset: a.b\n", "source.query_result_dataset"},
+           {"  query_location: \"US EAST\"\n", "source.query_location"},
            {"  emulator_rest_endpoint: localhost\n", "emulator_rest_endpoint"},
+           {"  emulator_rest_endpoint: http://127.0.0.1:9\n", "goes with emulator_endpoint"},
+           {"  emulator_endpoint: 127.0.0.1:9\n  emulator_rest_endpoint: http://127.0.0.1:0\n",
+            "port 0 is not 1..65535"},
+           {"  parent_project: billing\n", "drop `parent_project`"},
        }) {
     auto spec = Parse(QueryFile(c.extra));
     ASSERT_FALSE(spec.ok()) << c.extra;
