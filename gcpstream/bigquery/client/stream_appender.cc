@@ -108,6 +108,10 @@ void StreamAppender::read_loop(std::shared_ptr<Connection> c) {
       if (stray) break;
       p = std::move(c->pending.front());
       c->pending.pop_front();
+      // A refused request may have been the one that carried the writer schema, and nothing
+      // says the service kept it for the connection: the next request carries it again (the
+      // service ignores a repeated one).
+      if (response.has_error()) schema_changed_ = true;
     }
     AppendOutcome outcome;
     outcome.answered = true;

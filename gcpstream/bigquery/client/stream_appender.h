@@ -24,7 +24,7 @@ struct StreamAppenderOptions {
   // The full stream name: ".../tables/T/streams/_default" or one CreateWriteStream returned.
   std::string write_stream;
   // The writer schema (WriterDescriptorFor, or a user message's descriptor), sent on the first
-  // request of every connection.
+  // request of every connection and again on the request after one the service refused.
   google::protobuf::DescriptorProto writer_descriptor;
   // Requests and bytes sent and not yet answered. A request is admitted while both are below
   // their bound (one request is always admitted into an empty window). Defaults: the Java
@@ -123,6 +123,8 @@ class StreamAppender {
   std::int64_t in_flight_bytes_ = 0;
   std::int64_t opened_ = 0;
   bool closed_ = false;
+  // Guarded by mu_: the next request carries the writer schema (set after a new descriptor or
+  // a refused request).
   bool schema_changed_ = false;
 };
 

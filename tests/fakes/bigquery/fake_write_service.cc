@@ -145,6 +145,14 @@ class WriteService final : public storage::BigQueryWrite::Service {
                                       "the first AppendRows request names write_stream"));
       return;
     }
+    // Like the stream name, the writer schema belongs to the connection from the request that
+    // carried it, even when the service refuses that request (a table still missing, say): a
+    // later request on the same connection leans on it.
+    const bool new_schema = request.has_proto_rows() && request.proto_rows().has_writer_schema();
+    if (new_schema) {
+      c.writer_schema = request.proto_rows().writer_schema().proto_descriptor();
+      c.has_writer_schema = true;
+    }
     Schema schema;
     std::int64_t version = 0;
     if (grpc::Status s =
@@ -159,11 +167,6 @@ class WriteService final : public storage::BigQueryWrite::Service {
       return;
     }
     const auto& data = request.proto_rows();
-    const bool new_schema = data.has_writer_schema();
-    if (new_schema) {
-      c.writer_schema = data.writer_schema().proto_descriptor();
-      c.has_writer_schema = true;
-    }
     if (!c.has_writer_schema) {
       SetError(response,
                grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,

@@ -462,6 +462,22 @@ TEST_F(BigQueryFakeTest, AMissingOrPropagatingTableAnswersTheMaskedPermissionDen
       create_stream(storage::WriteStream::BUFFERED, "projects/p/datasets/d/tables/fresh").empty());
 }
 
+// AppendRowsRequest.ProtoData reference: writer_schema needs to be sent only on the first
+// request of a connection. That the connection keeps it when the service refused that request
+// (here: the table did not exist yet) is the fake's choice, as the reference does not say; the
+// library's appender sends it again after a refusal either way.
+TEST_F(BigQueryFakeTest, AConnectionKeepsTheWriterSchemaOfARefusedFirstRequest) {
+  Connection c(*stub_, "projects/p/datasets/d/tables/later/streams/_default", rows_);
+  auto refused = c.append({rows_.named("a")});
+  ASSERT_TRUE(refused.has_value()) << c.ended.error_message();
+  EXPECT_EQ(refused->error().code(), grpc::StatusCode::PERMISSION_DENIED);
+  ASSERT_TRUE(fake_->add_table("p", "d", TableResource("later")).ok());
+  auto accepted = c.append({rows_.named("b")});  // no writer schema on this one
+  ASSERT_TRUE(accepted.has_value()) << c.ended.error_message();
+  EXPECT_FALSE(accepted->has_error()) << accepted->error().message();
+  EXPECT_EQ(visible_names("projects/p/datasets/d/tables/later"), std::vector<std::string>{"b"});
+}
+
 // "Use the Storage Write API": application-created streams expire when unused (the buffered
 // TTL is 7 days without traffic); the fake answers NOT_FOUND with STREAM_NOT_FOUND after it.
 TEST_F(BigQueryFakeTest, AnUnusedStreamExpiresOnTheFakesClock) {

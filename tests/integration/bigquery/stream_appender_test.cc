@@ -19,6 +19,65 @@ using Clock = std::chrono::steady_clock;
 
 constexpr char kTable[] = "projects/p/datasets/d/tables/t";
 
+// The real stub underneath, recording whether each request written carried the writer schema.
+class SchemaRecordingStub : public BigQueryWriteStub {
+ public:
+  explicit SchemaRecordingStub(std::shared_ptr<BigQueryWriteStub> real) : real_(std::move(real)) {}
+  absl::StatusOr<storage_v1::WriteStream> create_write_stream(
+      const storage_v1::CreateWriteStreamRequest& r, std::chrono::milliseconds t) override {
+    return real_->create_write_stream(r, t);
+  }
+  absl::StatusOr<storage_v1::WriteStream> get_write_stream(
+      const storage_v1::GetWriteStreamRequest& r, std::chrono::milliseconds t) override {
+    return real_->get_write_stream(r, t);
+  }
+  absl::StatusOr<storage_v1::FlushRowsResponse> flush_rows(const storage_v1::FlushRowsRequest& r,
+                                                           std::chrono::milliseconds t) override {
+    return real_->flush_rows(r, t);
+  }
+  absl::StatusOr<storage_v1::FinalizeWriteStreamResponse> finalize_write_stream(
+      const storage_v1::FinalizeWriteStreamRequest& r, std::chrono::milliseconds t) override {
+    return real_->finalize_write_stream(r, t);
+  }
+  absl::StatusOr<storage_v1::BatchCommitWriteStreamsResponse> batch_commit_write_streams(
+      const storage_v1::BatchCommitWriteStreamsRequest& r, std::chrono::milliseconds t) override {
+    return real_->batch_commit_write_streams(r, t);
+  }
+  std::unique_ptr<AppendRowsConnection> append_rows() override {
+    return std::make_unique<Recording>(real_->append_rows(), *this);
+  }
+  std::vector<bool> carried_schema() {
+    std::lock_guard lock(mu_);
+    return carried_;
+  }
+
+ private:
+  class Recording : public AppendRowsConnection {
+   public:
+    Recording(std::unique_ptr<AppendRowsConnection> real, SchemaRecordingStub& owner)
+        : real_(std::move(real)), owner_(owner) {}
+    bool write(const storage_v1::AppendRowsRequest& r) override {
+      {
+        std::lock_guard lock(owner_.mu_);
+        owner_.carried_.push_back(r.proto_rows().has_writer_schema());
+      }
+      return real_->write(r);
+    }
+    bool read(storage_v1::AppendRowsResponse* r) override { return real_->read(r); }
+    void writes_done() override { real_->writes_done(); }
+    void cancel() override { real_->cancel(); }
+    absl::Status finish() override { return real_->finish(); }
+
+   private:
+    std::unique_ptr<AppendRowsConnection> real_;
+    SchemaRecordingStub& owner_;
+  };
+
+  std::shared_ptr<BigQueryWriteStub> real_;
+  std::mutex mu_;
+  std::vector<bool> carried_;
+};
+
 class StreamAppenderIT : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -46,12 +105,13 @@ class StreamAppenderIT : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.status();
     return s.ok() ? s->name() : "";
   }
-  std::unique_ptr<StreamAppender> appender(const std::string& stream, int max_requests = 1000) {
+  std::unique_ptr<StreamAppender> appender(const std::string& stream, int max_requests = 1000,
+                                           std::shared_ptr<BigQueryWriteStub> stub = nullptr) {
     StreamAppenderOptions o;
     o.write_stream = stream;
     o.writer_descriptor = encoder_->writer_descriptor();
     o.max_in_flight_requests = max_requests;
-    return std::make_unique<StreamAppender>(stub_, o);
+    return std::make_unique<StreamAppender>(stub ? stub : stub_, o);
   }
   std::vector<std::string> rows(int from, int to) {
     std::vector<std::string> out;
@@ -135,6 +195,30 @@ TEST_F(StreamAppenderIT, ABrokenConnectionFailsItsAppendsAndTheNextOneReconnects
   EXPECT_TRUE(again.status.ok()) << again.status;
   EXPECT_EQ(again.response.append_result().offset().value(), 1);
   EXPECT_EQ(a->connections_opened(), 2);
+}
+
+// AppendRowsRequest.ProtoData.writer_schema is needed on a connection's first request only;
+// whether the service keeps it when it refused that request is not documented, so the request
+// after a refusal carries it again (found by an attack: a sink that creates its table resent on
+// the same connection without it).
+TEST_F(StreamAppenderIT, TheRequestAfterARefusedOneCarriesTheWriterSchemaAgain) {
+  auto recording = std::make_shared<SchemaRecordingStub>(stub_);
+  auto a = appender("projects/p/datasets/d/tables/later/streams/_default", 1000, recording);
+  const AppendOutcome refused = append_and_wait(*a, rows(0, 1), std::nullopt);
+  EXPECT_TRUE(refused.answered);
+  EXPECT_EQ(refused.status.code(), absl::StatusCode::kPermissionDenied) << refused.status;
+  ASSERT_TRUE(
+      fake_
+          ->add_table("p", "d", nlohmann::json::parse(R"({"tableReference": {"tableId": "later"},
+                "schema": {"fields": [{"name": "n", "type": "INT64"}]}})"))
+          .ok());
+  const AppendOutcome first = append_and_wait(*a, rows(0, 1), std::nullopt);
+  EXPECT_TRUE(first.status.ok()) << first.status;
+  const AppendOutcome second = append_and_wait(*a, rows(1, 2), std::nullopt);
+  EXPECT_TRUE(second.status.ok()) << second.status;
+  EXPECT_EQ(recording->carried_schema(), (std::vector<bool>{true, true, false}));
+  EXPECT_EQ(a->connections_opened(), 1);
+  EXPECT_EQ(fake_->rows("projects/p/datasets/d/tables/later")->size(), 2u);
 }
 
 TEST_F(StreamAppenderIT, ALostAnswerIsRecognisedOnResendByTheOffset) {
