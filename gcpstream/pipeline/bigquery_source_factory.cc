@@ -14,8 +14,11 @@ absl::StatusOr<PipelineSource> MakeBigQueryPipelineSource(const BigQuerySourceSp
   auto builder = bigquery::BigQuerySource<PipelineRecord>::builder();
   if (spec.query.empty()) {
     builder.table(connector::BigQueryTableDestination::of(spec.project, spec.dataset, spec.table));
+    builder.materialize_views(spec.materialize_views);
   } else {
     builder.query(spec.query).parent_project(spec.project);
+  }
+  if (!spec.query.empty() || spec.materialize_views) {
     if (!spec.query_location.empty()) builder.query_location(spec.query_location);
     if (!spec.query_result_dataset.empty()) {
       builder.query_result_dataset(spec.query_result_dataset);

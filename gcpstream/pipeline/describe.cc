@@ -80,7 +80,9 @@ std::string SourceLine(const SourceSpec& source) {
     const std::string read =
         q->query.empty()
             ? connector::BigQueryTableDestination::of(q->project, q->dataset, q->table)
-                  .resource_name()
+                      .resource_name() +
+                  (q->materialize_views ? " (a view is read through a query job selecting from it)"
+                                        : "")
             : fmt::format(
                   "query \"{}\" (run once as a query job in project {}{}{}; its result "
                   "table read)",

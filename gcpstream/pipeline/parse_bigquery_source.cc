@@ -11,6 +11,8 @@ namespace gcpstream::pipeline::internal {
 
 namespace {
 
+void ParseQueryJobKeys(YamlMap& m, BigQuerySourceSpec& spec);
+
 // `query:` instead of `dataset:` and `table:`: the job runs in `project`.
 void ParseQueryRoute(YamlMap& m, BigQuerySourceSpec& spec) {
   spec.query = m.required_string("query");
@@ -21,6 +23,11 @@ void ParseQueryRoute(YamlMap& m, BigQuerySourceSpec& spec) {
                        "a query source reads what its query names: drop `dataset` and `table`"));
     }
   }
+  ParseQueryJobKeys(m, spec);
+}
+
+// The keys of the query job a query source, or a view under materialize_views, runs.
+void ParseQueryJobKeys(YamlMap& m, BigQuerySourceSpec& spec) {
   spec.query_location = m.string("query_location", "");
   spec.query_result_dataset = m.string("query_result_dataset", "");
   spec.reuse_query_result_within =
@@ -43,6 +50,8 @@ BigQuerySourceSpec ParseBigQuerySource(YamlMap& m) {
     ParseBigQueryDataset(m, spec.project, spec.dataset);
     spec.table = m.required_string("table");
     if (!spec.table.empty()) m.check("table", bigquery::ValidateTableId(spec.table));
+    spec.materialize_views = m.boolean("materialize_views", false);
+    if (spec.materialize_views) ParseQueryJobKeys(m, spec);
   }
   if (spec.query.empty()) {
     spec.parent_project = m.optional_string("parent_project");
@@ -91,17 +100,22 @@ BigQuerySourceSpec ParseBigQuerySource(YamlMap& m) {
     options.selected_fields = spec.selected_fields;
     m.check("selected_fields", options.validate());
   }
-  if (!spec.query.empty()) {
-    // The builder's query-route checks, each at the key it is about (one option set at a time).
+  if (!spec.query.empty() || spec.materialize_views) {
+    // The builder's query-job checks, each at the key it is about (one option set at a time).
     auto with = [&](auto set) {
       bigquery::BigQueryReadOptions options;
-      options.query = spec.query;
-      options.parent_project = spec.project;
+      if (spec.materialize_views) {
+        options.table = "projects/p/datasets/d/tables/t";
+        options.materialize_views = true;
+      } else {
+        options.query = spec.query;
+        options.parent_project = spec.project;
+      }
       options.job_name = "pipeline";  // the pipeline's `name:`, never empty
       set(options);
       return options.validate();
     };
-    m.check("query", with([](auto&) {}));
+    if (!spec.query.empty()) m.check("query", with([](auto&) {}));
     m.check("query_location", with([&](auto& o) { o.query_location = spec.query_location; }));
     m.check("query_result_dataset",
             with([&](auto& o) { o.query_result_dataset = spec.query_result_dataset; }));

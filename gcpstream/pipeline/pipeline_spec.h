@@ -108,6 +108,9 @@ struct BigQuerySourceSpec {
   // The query route: the query, its job's location and result dataset, the reuse window (0:
   // off) and the pipeline's name the reusable job id is derived from (set from `name:`).
   std::string query;
+  // The table route: a view named by `table` is read through a query job (the query_* keys
+  // below apply to it).
+  bool materialize_views = false;
   std::string query_location;
   std::string query_result_dataset;
   std::chrono::milliseconds reuse_query_result_within{0};

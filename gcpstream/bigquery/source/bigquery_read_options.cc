@@ -20,12 +20,20 @@ absl::Status BigQueryReadOptions::validate() const {
       return absl::InvalidArgumentError(
           absl::StrCat(kWho, "table must be projects/P/datasets/D/tables/T, got '", table, "'"));
     }
-    if (!query_location.empty() || !query_result_dataset.empty() ||
-        reuse_query_result_within.count() != 0) {
+    if (materialize_views) {
+      if (snapshot_time) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            kWho,
+            "snapshot_time cannot go with materialize_views: a view is read through a query "
+            "whose result table has no earlier version, so the session would fail"));
+      }
+      GCP_RETURN_IF_ERROR(validate_query_job());
+    } else if (!query_location.empty() || !query_result_dataset.empty() ||
+               reuse_query_result_within.count() != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           kWho,
           "query_location, query_result_dataset and reuse_query_result_within apply to a "
-          "query source only (set query(...))"));
+          "query source or with materialize_views only"));
     }
   } else {
     GCP_RETURN_IF_ERROR(validate_query());
@@ -82,16 +90,27 @@ absl::Status BigQueryReadOptions::validate_query() const {
         "snapshot_time cannot go with query: the result table is created by the query and "
         "has no earlier version; write FOR SYSTEM_TIME AS OF in the query instead"));
   }
+  if (materialize_views) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kWho,
+                     "materialize_views goes with table(...), not query(...): a query reads views "
+                     "already"));
+  }
   if (query.size() > (1 << 20)) {
     return absl::InvalidArgumentError(
         absl::StrCat(kWho, "the query is ", query.size(), " bytes; BigQuery takes at most 1 MiB"));
   }
+  return validate_query_job();
+}
+
+absl::Status BigQueryReadOptions::validate_query_job() const {
+  constexpr char kWho[] = "BigQuerySource: ";
   static const RE2 kDataset("[A-Za-z0-9_]+");
   if (!query_result_dataset.empty() &&
       (query_result_dataset.size() > 1024 || !RE2::FullMatch(query_result_dataset, kDataset))) {
     return absl::InvalidArgumentError(
         absl::StrCat(kWho, "query_result_dataset '", query_result_dataset,
-                     "' is not a dataset id (letters, digits and underscores) of parent_project"));
+                     "' is not a dataset id (letters, digits and underscores)"));
   }
   static const RE2 kLocation("[A-Za-z0-9-]{1,64}");
   if (!query_location.empty() && !RE2::FullMatch(query_location, kLocation)) {

@@ -22,6 +22,12 @@ struct BigQueryReadOptions {
   // enumerator, before the session is created; a restore never runs it again) and the session
   // reads its result. Billed twice: the bytes the query scans, then the bytes the session reads.
   std::string query;
+  // The table route only: ask BigQuery once, when the read is planned, what `table` is (one
+  // tables.get); a view, logical or materialized, which the Storage Read API cannot read, is
+  // then read through the query job `SELECT <selected_fields> FROM view` (the query route's
+  // machinery and options: query_location, query_result_dataset, reuse_query_result_within;
+  // billed as a query); an ordinary table is read directly [off: no REST call at all].
+  bool materialize_views = false;
   // The location the query job runs in [BigQuery infers it from the tables the query names].
   std::string query_location;
   // A dataset of parent_project the result lands in, as table gcpstream_result_<job id>, expiring
@@ -72,7 +78,8 @@ struct BigQueryReadOptions {
   // projects/P/datasets/D/tables/T; on the query route, no parent_project, a snapshot_time (the
   // result table has no earlier version: put FOR SYSTEM_TIME AS OF in the query), a window
   // without query_location or job_name or outside (0, 24 h], a result dataset that is not a
-  // dataset id, a query over 1 MiB; the query options without a query;
+  // dataset id, a query over 1 MiB; the query options without a query or materialize_views;
+  // materialize_views with a query or a snapshot_time (a view's result has no earlier version);
   // a negative stream count, preferred_min_stream_count above max_stream_count (BigQuery
   // refuses it too), max_records_per_fetch or retry_max_attempts below 1, an empty or repeated
   // selected field, a restriction over 1 MiB.
@@ -80,6 +87,8 @@ struct BigQueryReadOptions {
 
  private:
   absl::Status validate_query() const;
+  // The options of the query job itself (result dataset, location, reuse window).
+  absl::Status validate_query_job() const;
 };
 
 }  // namespace gcpstream::bigquery

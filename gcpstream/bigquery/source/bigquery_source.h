@@ -52,7 +52,7 @@ using BigQueryReadRowDeserializer =
 // The query route (.query("SELECT ...").parent_project("p")) runs the query as a BigQuery job
 // first and reads its result table; see BigQueryReadOptions::query for what it costs and
 // ReadSessionEnumerator for when it runs. A view cannot be read as a table (the Storage Read API
-// refuses it): read it through a query.
+// refuses it): read it through a query, or set materialize_views() and name it as table(...).
 //
 // Plan: the coordinator creates one read session (Avro rows), exactly once — the checkpointed
 // enumerator state says it exists, and a restore adopts it instead of pinning a second snapshot.
@@ -88,6 +88,16 @@ class BigQuerySource final : public Source<T, ReadStreamSplit, BigQueryReadEnumS
     // parent_project, and with emulator_endpoint also emulator_rest_endpoint (the job is REST).
     Builder& query(std::string sql) {
       options_.query = std::move(sql);
+      return *this;
+    }
+    // Table route: when the table turns out to be a view (logical or materialized; one
+    // tables.get when the read is planned), read it through a query job selecting from it, with
+    // the selected fields folded into the SELECT when they are plain column names; an ordinary
+    // table is read directly [off: a view fails at session creation]. The query options below
+    // apply to that job (run and billed in parent_project, else the view's project). Needs
+    // emulator_rest_endpoint beside emulator_endpoint; refused with snapshot_time.
+    Builder& materialize_views(bool on = true) {
+      options_.materialize_views = on;
       return *this;
     }
     // Query route: the location the job runs in [inferred by BigQuery from the query's tables].
@@ -190,15 +200,17 @@ class BigQuerySource final : public Source<T, ReadStreamSplit, BigQueryReadEnumS
         return absl::InvalidArgumentError("BigQuerySource needs deserializer(...)");
       }
       const bool emulator = this->client().emulator_endpoint().has_value();
-      if (query && emulator && !emulator_rest_) {
+      const bool rest = query || options_.materialize_views;
+      if (rest && emulator && !emulator_rest_) {
         return absl::InvalidArgumentError(
-            "BigQuerySource: a query source with emulator_endpoint needs emulator_rest_endpoint "
-            "too: the query job is a REST call, served on another port");
+            "BigQuerySource: a query source (or one with materialize_views) with "
+            "emulator_endpoint needs emulator_rest_endpoint too: the query job is a REST call, "
+            "served on another port");
       }
-      if (emulator_rest_ && !query) {
+      if (emulator_rest_ && !rest) {
         return absl::InvalidArgumentError(
-            "BigQuerySource: emulator_rest_endpoint applies to a query source only (a table "
-            "source makes no REST call)");
+            "BigQuerySource: emulator_rest_endpoint applies to a query source only, or with "
+            "materialize_views (a table source makes no REST call)");
       }
       if (emulator_rest_ && !emulator) {
         return absl::InvalidArgumentError(
@@ -308,10 +320,12 @@ class BigQuerySource final : public Source<T, ReadStreamSplit, BigQueryReadEnumS
 
   using Reader = PullSourceReader<ReadStreamRow, T, ReadStreamSplit, /*max_held=*/1>;
 
-  // The REST client of a query source (credentials read now); none for a table source, whose
-  // read path makes no REST call.
+  // The REST client of a query source or one with materialize_views (credentials read now);
+  // none for a plain table source, whose read path makes no REST call.
   absl::StatusOr<std::shared_ptr<const TableAdmin>> make_admin() const {
-    if (options_.query.empty()) return std::shared_ptr<const TableAdmin>();
+    if (options_.query.empty() && !options_.materialize_views) {
+      return std::shared_ptr<const TableAdmin>();
+    }
     GCP_ASSIGN_OR_RETURN(std::shared_ptr<TableAdmin> admin,
                          MakeTableAdmin(b_.client(), b_.emulator_rest_));
     return std::shared_ptr<const TableAdmin>(std::move(admin));

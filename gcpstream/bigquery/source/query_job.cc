@@ -41,19 +41,6 @@ std::string Describe(const absl::Status& s) {
   return absl::StatusCodeToString(s.code()) + ": " + std::string(s.message());
 }
 
-bool Transient(const absl::Status& s) {
-  switch (s.code()) {
-    case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kDeadlineExceeded:
-    case absl::StatusCode::kInternal:
-      return true;
-    case absl::StatusCode::kResourceExhausted:
-      return ErrorReasonOf(s) != "quotaExceeded";
-    default:
-      return false;
-  }
-}
-
 // The code a job's errorResult reason stands for (the documented HTTP status of each v2 error
 // reason, mapped as the REST client maps statuses).
 absl::StatusCode CodeOfReason(const std::string& reason) {
@@ -195,17 +182,7 @@ class Runner {
         kWho, id));
   }
 
-  // Sleeps `d` in slices, false as soon as the run is cancelled.
-  bool sleep(std::chrono::milliseconds d) const {
-    const auto until = std::chrono::steady_clock::now() + d;
-    for (;;) {
-      if (cancelled_ != nullptr && cancelled_->load()) return false;
-      const auto left = until - std::chrono::steady_clock::now();
-      if (left <= std::chrono::steady_clock::duration::zero()) return true;
-      std::this_thread::sleep_for(
-          std::min<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(100)));
-    }
-  }
+  bool sleep(std::chrono::milliseconds d) const { return SleepUnlessCancelled(d, cancelled_); }
 
   absl::Status fail(const std::string& id, const char* doing, const absl::Status& s) const {
     return absl::Status(
@@ -258,7 +235,7 @@ class Runner {
         *existed = true;
         return json::object();
       }
-      if (!Transient(job.status())) return fail(id, "submitting", job.status());
+      if (!TransientRestFailure(job.status())) return fail(id, "submitting", job.status());
       auto delay = backoff.next();
       if (!delay) return fail(id, "submitting", job.status());
       spdlog::warn("{}: submitting query job {} failed ({}); retrying with the same id", kWho, id,
@@ -322,7 +299,7 @@ class Runner {
         errors.reset();
         continue;
       }
-      if (Transient(got.status()) && errors.next()) {
+      if (TransientRestFailure(got.status()) && errors.next()) {
         spdlog::warn("{}: polling query job {} failed ({}), attempt {}; polling again", kWho, id,
                      Describe(got.status()), errors.attempts());
         continue;
@@ -396,6 +373,30 @@ class Runner {
 };
 
 }  // namespace
+
+bool TransientRestFailure(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kInternal:
+      return true;
+    case absl::StatusCode::kResourceExhausted:
+      return ErrorReasonOf(s) != "quotaExceeded";
+    default:
+      return false;
+  }
+}
+
+bool SleepUnlessCancelled(std::chrono::milliseconds d, const std::atomic<bool>* cancelled) {
+  const auto until = std::chrono::steady_clock::now() + d;
+  for (;;) {
+    if (cancelled != nullptr && cancelled->load()) return false;
+    const auto left = until - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) return true;
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(100)));
+  }
+}
 
 std::string ReusableQueryJobId(const QueryJobSpec& spec, std::int64_t bucket) {
   // Every field length-prefixed, so two different configurations never hash the same text.

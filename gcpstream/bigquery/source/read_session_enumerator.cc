@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "gcpstream/api/status_macros.h"
+#include "gcpstream/bigquery/source/view_materialization.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace gcpstream::bigquery {
@@ -41,6 +42,9 @@ storage_v1::CreateReadSessionRequest MakeReadSessionRequest(const BigQueryReadOp
 std::string DescribeReadSession(const BigQueryReadOptions& options) {
   std::string out;
   if (!options.query.empty()) absl::StrAppend(&out, "query=\"", options.query, "\" ");
+  // A materialized view's session reads the query's result, not the table named: name it here.
+  if (options.materialize_views)
+    absl::StrAppend(&out, "materialize_views table=", options.table, " ");
   absl::StrAppend(&out, "selected_fields=[", absl::StrJoin(options.selected_fields, ", "),
                   "] row_restriction=\"", options.row_restriction, "\"");
   if (options.snapshot_time) {
@@ -76,7 +80,8 @@ absl::StatusOr<std::vector<ReadStreamSplit>> CreateReadSession(BigQueryReadStub&
         absl::StrContains(session.status().message(), "non-table entities")) {
       hint =
           " (the Storage Read API reads table storage, and a view has none: read the view "
-          "through query(\"SELECT ... FROM `project.dataset.view`\") instead of table(...))";
+          "through query(\"SELECT ... FROM `project.dataset.view`\") instead of table(...), or "
+          "set materialize_views)";
     }
     return absl::Status(session.status().code(),
                         absl::StrCat("BigQuerySource: creating the read session for ",
@@ -117,7 +122,7 @@ ReadSessionEnumerator::ReadSessionEnumerator(SplitEnumeratorContext<ReadStreamSp
 absl::Status ReadSessionEnumerator::start() {
   if (!state_.session.empty()) {
     // A query source's table is its result's, known only from the state.
-    if (options_.query.empty() && !state_.read_table.empty() &&
+    if (options_.query.empty() && state_.query_job.empty() && !state_.read_table.empty() &&
         state_.read_table != options_.table) {
       return absl::FailedPreconditionError(absl::StrCat(
           "BigQuerySource: the restored read session ", state_.session, " reads ",
@@ -151,8 +156,9 @@ absl::Status ReadSessionEnumerator::start() {
   state_.read_options = asked;
   auto stub = stubs_();
   if (!stub.ok()) return stub.status();
-  if (!options_.query.empty() && admin_ == nullptr) {
-    return absl::FailedPreconditionError("BigQuerySource: a query source has no REST client");
+  if ((!options_.query.empty() || options_.materialize_views) && admin_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "BigQuerySource: a query source (or one with materialize_views) has no REST client");
   }
   // Each query job created is told as it is made: counted even when the plan then fails (it was
   // billed), and checkpointed, so a restore before the session exists waits for that job
@@ -164,22 +170,40 @@ absl::Status ReadSessionEnumerator::start() {
       [stub = *std::move(stub), options = options_, admin = admin_, closed = closed_,
        submitted]() mutable -> absl::StatusOr<Created> {
         Created created;
-        if (!options.query.empty()) {
+        std::string resume_job;
+        {
+          std::lock_guard lock(submitted->mu);
+          resume_job = submitted->job;
+        }
+        std::string query = options.query;
+        std::string project = options.parent_project;
+        if (options.materialize_views) {
+          const std::vector<std::string> parts = absl::StrSplit(options.table, '/');
+          const TableRef named = TableRef::of(parts[1], parts[3], parts[5]);  // validated
+          if (project.empty()) project = named.project;
+          if (!resume_job.empty()) {
+            // A view's query job was checkpointed while it ran: it is the same SELECT again.
+            GCP_ASSIGN_OR_RETURN(query, MaterializingQuery(named, options.selected_fields));
+          } else {
+            GCP_ASSIGN_OR_RETURN(
+                std::optional<std::string> view_query,
+                ViewQueryFor(*admin, named, options.selected_fields, closed.get()));
+            if (view_query) query = *std::move(view_query);
+          }
+        }
+        if (!query.empty()) {
           // The query runs before the session, once: the session's existence in the state is
           // what keeps a restore from running it again.
           QueryJobSpec spec;
-          spec.query = options.query;
-          spec.project = options.parent_project;
+          spec.query = query;
+          spec.project = project;
           spec.location = options.query_location;
           spec.result_dataset = options.query_result_dataset;
           spec.reuse_within = options.reuse_query_result_within;
           spec.job_name = options.job_name;
           spec.poll_initial = options.query_poll_initial;
           spec.poll_max = options.query_poll_max;
-          {
-            std::lock_guard lock(submitted->mu);
-            spec.resume_job = submitted->job;
-          }
+          spec.resume_job = resume_job;
           GCP_ASSIGN_OR_RETURN(
               created.query,
               RunQueryJob(*admin, spec, closed.get(),

@@ -174,6 +174,11 @@ int FakeJobs::jobs_created() const {
   return created_;
 }
 
+std::vector<std::string> FakeJobs::queries() const {
+  std::lock_guard lock(mu_);
+  return queries_;
+}
+
 absl::StatusOr<json> FakeJobs::insert(const std::string& project, const json& body) {
   const json reference = body.value("jobReference", json::object());
   std::string id = Str(reference, "jobId");
@@ -202,6 +207,7 @@ absl::StatusOr<json> FakeJobs::insert(const std::string& project, const json& bo
                                    ? infer_location(project, body["configuration"])
                                    : Str(reference, "location");
   Job& job = jobs_[project + "/" + id];
+  if (query_result) queries_.push_back(body["configuration"]["query"]["query"].get<std::string>());
   job.query_result = std::move(query_result);
   ++created_;
   job.resource = {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "tests/fakes/bigquery/fake_query.h"
@@ -67,6 +68,8 @@ class FakeJobs {
   void set_options(int polls_until_done, int lose_insert_responses);
   // Jobs created so far (inserts answered 409 not counted).
   int jobs_created() const;
+  // The query text of each query job created, in order (tests inspect what a source issued).
+  std::vector<std::string> queries() const;
 
  private:
   struct Job {
@@ -94,6 +97,7 @@ class FakeJobs {
   int polls_until_done_ = 1;
   int lose_insert_responses_ = 0;
   int created_ = 0;
+  std::vector<std::string> queries_;
   std::int64_t generated_ = 0;
 };
 

@@ -32,7 +32,7 @@ struct Parsed {
 
 std::optional<Parsed> Parse(const std::string& sql, const std::string& project) {
   static const RE2 kSelect(
-      R"((?is)\s*SELECT\s+(\*|[A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*)\s+)"
+      R"((?is)\s*SELECT\s+(\*|`?[A-Za-z_][A-Za-z0-9_]*`?(?:\s*,\s*`?[A-Za-z_][A-Za-z0-9_]*`?)*)\s+)"
       R"(FROM\s+(`[^`]+`|[A-Za-z0-9_.\-]+)(?:\s+WHERE\s+(.+?))?\s*;?\s*)");
   Parsed p;
   if (!RE2::FullMatch(sql, kSelect, &p.columns, &p.from, &p.where)) return std::nullopt;
@@ -63,11 +63,16 @@ absl::StatusOr<QueryResult> Run(const FakeStore& store, const std::string& sql,
         fmt::format("Not found: Table {}:{}.{}", parts[0], parts[1], parts[2]));
   }
   QueryResult source;
-  if (table->contains("view")) {
+  // A materialized view answers a query with its query's current result, as BigQuery's
+  // materialized views do (they are always fresh); the fake keeps no stored copy.
+  const char* view_key = table->contains("view")               ? "view"
+                         : table->contains("materializedView") ? "materializedView"
+                                                               : nullptr;
+  if (view_key != nullptr) {
     if (depth >= kMaxViewDepth) {
       return absl::InvalidArgumentError("views nested more than 8 deep");
     }
-    const json& view = (*table)["view"];
+    const json& view = (*table)[view_key];
     if (!view.is_object() || !view.contains("query") || !view["query"].is_string()) {
       return absl::InvalidArgumentError("the view has no query");
     }
@@ -91,7 +96,9 @@ absl::StatusOr<QueryResult> Run(const FakeStore& store, const std::string& sql,
     for (const Field& f : *schema) kept.push_back(&f);
   } else {
     for (absl::string_view c : absl::StrSplit(columns, ',')) {
-      const std::string name(absl::StripAsciiWhitespace(c));
+      // A quoted identifier (`name`) names the same column.
+      const std::string name(
+          absl::StripSuffix(absl::StripPrefix(absl::StripAsciiWhitespace(c), "`"), "`"));
       const Field* match = nullptr;
       for (const Field& f : *schema) {
         if (absl::EqualsIgnoreCase(f.name, name)) match = &f;

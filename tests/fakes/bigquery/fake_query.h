@@ -15,10 +15,12 @@ namespace gcpstream::testing::bigquery_fake {
 // The GoogleSQL shapes the fake's query jobs evaluate — what a source reading a table, a view or
 // a filtered projection issues, not SQL at large:
 //   SELECT * | col[, col...] FROM `p.d.t` | p.d.t | d.t [WHERE <restriction>] [;]
-// Keywords are case-insensitive; columns are top-level names matched case-insensitively; the
+// Keywords are case-insensitive; columns are top-level names, bare or backquoted, matched
+// case-insensitively; the
 // WHERE clause takes the comparisons RowRestriction evaluates (fake_row_restriction.h). A table
 // without a project is the job's project's. A logical view (a table resource with view.query)
-// is expanded when its own query has one of these shapes (at most 8 views deep). Anything else
+// is expanded when its own query has one of these shapes (at most 8 views deep), and so is a
+// materialized view (materializedView.query: BigQuery answers from fresh data). Anything else
 // — a join, an aggregate, a function — fails the job with reason "invalidQuery" and a message
 // saying the fake does not evaluate it; an unknown table fails with reason "notFound"
 // ("Not found: Table p:d.t"), an unknown column with "Unrecognized name: c".

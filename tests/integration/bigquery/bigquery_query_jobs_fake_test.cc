@@ -122,6 +122,26 @@ TEST_F(BigQueryQueryJobsFakeTest, AViewIsExpandedAndADestinationTakesTheResultUn
   EXPECT_EQ(rows_of(config["query"]["destinationTable"]).size(), 3u);
 }
 
+// "Introduction to materialized views": a query of a materialized view returns fresh data (the
+// service combines its stored result with changes since); the fake evaluates its query. A
+// quoted identifier names the same column as the bare one ("Lexical structure": quoted
+// identifiers).
+TEST_F(BigQueryQueryJobsFakeTest, AMaterializedViewAnswersItsQueryOnCurrentRows) {
+  json view = {
+      {"tableReference", {{"tableId", "early_mv"}}},
+      {"materializedView", {{"query", "SELECT id, delay FROM `p.d.flights` WHERE id < 5"}}}};
+  ASSERT_TRUE(fake_->add_table("p", "d", view).ok());
+  json config = Query("SELECT `id`, `DELAY` FROM `p.d.early_mv`");
+  config["query"]["destinationTable"] = {
+      {"projectId", "p"}, {"datasetId", "d"}, {"tableId", "mv_out"}};
+  json done = run("mv", config);
+  ASSERT_FALSE(done["status"].contains("errorResult")) << done.dump();
+  const std::vector<json> rows = rows_of(config["query"]["destinationTable"]);
+  EXPECT_EQ(rows.size(), 5u);  // 0..4
+  ASSERT_FALSE(rows.empty());
+  EXPECT_TRUE(rows[0].contains("delay")) << rows[0].dump() << ": the table's spelling is kept";
+}
+
 TEST_F(BigQueryQueryJobsFakeTest, ARegionalJobIsFoundOnlyWithItsLocation) {
   ASSERT_TRUE(fake_->add_dataset("p", "tokyo", "asia-northeast1").ok());
   json table = {{"tableReference", {{"tableId", "t"}}},

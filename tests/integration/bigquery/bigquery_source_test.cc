@@ -112,17 +112,35 @@ class BigQuerySourceIT : public ::testing::Test {
     return b;
   }
 
-  // The query route against the fake's REST jobs, polled every few milliseconds.
-  BigQuerySource<std::int64_t>::Builder QueryBuilder(const std::string& sql) {
+  // A source against the fake's gRPC and REST ports, its jobs polled every few milliseconds.
+  BigQuerySource<std::int64_t>::Builder FakeJobsBuilder() {
     auto b = BigQuerySource<std::int64_t>::builder();
-    b.query(sql)
-        .parent_project("p")
-        .emulator_endpoint(fake_->grpc_endpoint())
+    b.emulator_endpoint(fake_->grpc_endpoint())
         .emulator_rest_endpoint(fake_->rest_endpoint())
         .query_poll_backoff_for_tests(2ms, 10ms)
         .deserializer(&Deserialize)
         .stub_factory(CountingStubs());
     return b;
+  }
+  // The query route.
+  BigQuerySource<std::int64_t>::Builder QueryBuilder(const std::string& sql) {
+    auto b = FakeJobsBuilder();
+    b.query(sql).parent_project("p");
+    return b;
+  }
+  // The table route over `table` with materialize_views.
+  BigQuerySource<std::int64_t>::Builder ViewBuilder(const std::string& table) {
+    auto b = FakeJobsBuilder();
+    b.table(connector::BigQueryTableDestination::of("p", "d", table)).materialize_views();
+    return b;
+  }
+  // The view `id` over the SFO flights: logical, or materialized.
+  void AddSfoView(const std::string& id, bool materialized) {
+    const nlohmann::json query = {
+        {"query", "SELECT id, origin, delay FROM `p.d.flights` WHERE origin = 'SFO'"}};
+    nlohmann::json view = {{"tableReference", {{"tableId", id}}},
+                           {materialized ? "materializedView" : "view", query}};
+    ASSERT_TRUE(fake_->add_table("p", "d", view).ok());
   }
 
   BigQueryReadStubFactory CountingStubs() {
@@ -190,6 +208,48 @@ class BigQuerySourceIT : public ::testing::Test {
     for (std::int64_t v : sink->destination()->snapshot()) ++out.counts[v];
     out.passed = passed->load();
     return out;
+  }
+
+  // Runs a source reading the SFO flights (1000 of the 3000 inserted) at parallelism 2 and
+  // checks each arrived once and nothing else did.
+  void ReadEverySfoFlightOnce(BigQuerySource<std::int64_t>::Builder builder,
+                              runtime::JobResult* result) {
+    auto source = builder.build();
+    ASSERT_TRUE(source.ok()) << source.status();
+    auto seen = std::make_shared<Seen>();
+    *result = Run(*source, seen, 2);
+    ASSERT_TRUE(result->status.ok()) << result->status;
+    ASSERT_EQ(seen->counts.size(), 1000u);
+    for (const auto& [id, c] : seen->counts) {
+      ASSERT_EQ(id % 3, 0) << "a row the query's WHERE excluded";
+      ASSERT_EQ(c, 1) << id;
+    }
+  }
+
+  // Runs a source reading the SFO flights (1000 of the 3000 inserted) through one query job,
+  // failing once after checkpoints completed and adding SFO rows before the failure: the
+  // restore must read the first result only (a second query would see the new rows), each row
+  // once, from the one session.
+  void ExpectTheRestoreReadsTheFirstResult(BigQuerySource<std::int64_t>::Builder builder) {
+    FakeOptions options;
+    options.read_rows_per_stream = 300;
+    options.read_rows_per_response = 100;
+    fake_->set_options(options);
+    auto source = builder.max_records_per_fetch(20).build();
+    ASSERT_TRUE(source.ok()) << source.status();
+    const FailedOnce run = RunFailingOnce(*source, 600, 300us, [this] {
+      std::vector<nlohmann::json> more;
+      for (int i = 0; i < 30; ++i) {
+        more.push_back({{"id", std::to_string(90000 + 3 * i)}, {"origin", "SFO"}});
+      }
+      EXPECT_TRUE(fake_->insert_rows(kTable, std::move(more)).ok());
+    });
+    ASSERT_TRUE(run.result.status.ok()) << run.result.status;
+    EXPECT_EQ(run.result.restarts, 1);
+    ASSERT_EQ(run.counts.size(), 1000u) << "the restore must read the first query's result only";
+    for (const auto& [id, c] : run.counts) ASSERT_EQ(c, 1) << id << " seen twice by the sink";
+    EXPECT_EQ(fake_->jobs().jobs_created(), 1) << "the restore ran the query again";
+    EXPECT_EQ(*sessions_, 1);
   }
 
   std::unique_ptr<BigQueryFake> fake_;
@@ -343,16 +403,8 @@ TEST_F(BigQuerySourceIT, AQuerySourceRunsOneJobAndReadsItsResultFromSeveralStrea
   FakeOptions options;
   options.read_rows_per_stream = 400;
   fake_->set_options(options);
-  auto source = QueryBuilder(kSfoQuery).build();
-  ASSERT_TRUE(source.ok()) << source.status();
-  auto seen = std::make_shared<Seen>();
-  runtime::JobResult result = Run(*source, seen, 2);
-  ASSERT_TRUE(result.status.ok()) << result.status;
-  ASSERT_EQ(seen->counts.size(), 1000u);
-  for (const auto& [id, c] : seen->counts) {
-    ASSERT_EQ(id % 3, 0) << "a row the query's WHERE excluded";
-    ASSERT_EQ(c, 1) << id;
-  }
+  runtime::JobResult result;
+  ASSERT_NO_FATAL_FAILURE(ReadEverySfoFlightOnce(QueryBuilder(kSfoQuery), &result));
   EXPECT_EQ(result.metric("bigquery", "queryJobsSubmitted"), 1);
   EXPECT_EQ(result.metric("bigquery", "queryJobsReattached"), 0);
   EXPECT_EQ(result.metric("bigquery", "readSessionsCreated"), 1);
@@ -362,26 +414,7 @@ TEST_F(BigQuerySourceIT, AQuerySourceRunsOneJobAndReadsItsResultFromSeveralStrea
 
 TEST_F(BigQuerySourceIT, ARestoredQuerySourceReadsTheFirstResultAndNeverRunsTheQueryAgain) {
   Insert(3000);
-  FakeOptions options;
-  options.read_rows_per_stream = 300;
-  options.read_rows_per_response = 100;
-  fake_->set_options(options);
-  auto source = QueryBuilder(kSfoQuery).max_records_per_fetch(20).build();
-  ASSERT_TRUE(source.ok()) << source.status();
-  const FailedOnce run = RunFailingOnce(*source, 600, 300us, [this] {
-    // New rows after the query ran: a second query would see them.
-    std::vector<nlohmann::json> more;
-    for (int i = 0; i < 30; ++i) {
-      more.push_back({{"id", std::to_string(90000 + 3 * i)}, {"origin", "SFO"}});
-    }
-    EXPECT_TRUE(fake_->insert_rows(kTable, std::move(more)).ok());
-  });
-  ASSERT_TRUE(run.result.status.ok()) << run.result.status;
-  EXPECT_EQ(run.result.restarts, 1);
-  ASSERT_EQ(run.counts.size(), 1000u) << "the restore must read the first query's result only";
-  for (const auto& [id, c] : run.counts) ASSERT_EQ(c, 1) << id << " seen twice by the sink";
-  EXPECT_EQ(fake_->jobs().jobs_created(), 1) << "the restore ran the query again";
-  EXPECT_EQ(*sessions_, 1);
+  ExpectTheRestoreReadsTheFirstResult(QueryBuilder(kSfoQuery));
 }
 
 TEST_F(BigQuerySourceIT, AReuseWindowAdoptsTheEarlierAttemptsJobAndProbesPastAFailedOne) {
@@ -462,7 +495,7 @@ TEST_F(BigQuerySourceIT, TheBuilderRefusesQueryOptionsThatCannotWork) {
                      .build();
   EXPECT_THAT(no_rest.status().message(), HasSubstr("emulator_rest_endpoint"));
   auto table_with_query_option = Builder().query_location("EU").build();
-  EXPECT_THAT(table_with_query_option.status().message(), HasSubstr("query source only"));
+  EXPECT_THAT(table_with_query_option.status().message(), HasSubstr("with materialize_views only"));
   auto bad_dataset = QueryBuilder(kSfoQuery).query_result_dataset("d.x").build();
   EXPECT_THAT(bad_dataset.status().message(), HasSubstr("not a dataset id"));
   auto rest_on_a_table = Builder().emulator_rest_endpoint(fake_->rest_endpoint()).build();
@@ -476,6 +509,66 @@ TEST_F(BigQuerySourceIT, TheBuilderRefusesQueryOptionsThatCannotWork) {
   EXPECT_THAT(rest_alone.status().message(), HasSubstr("goes with emulator_endpoint"));
   for (const auto* s : {&both, &no_project, &snapshot, &no_location, &too_long, &no_rest,
                         &table_with_query_option, &bad_dataset, &rest_on_a_table, &rest_alone}) {
+    EXPECT_EQ(s->status().code(), absl::StatusCode::kInvalidArgument) << s->status();
+  }
+}
+
+// "Reading a view without writing the query": with materialize_views a view, logical or
+// materialized, is read through one query job selecting from it, the selected fields folded
+// into that SELECT.
+TEST_F(BigQuerySourceIT, MaterializeViewsReadsAViewThroughOneQueryWithTheFieldsFolded) {
+  Insert(3000);
+  AddSfoView("sfo", /*materialized=*/false);
+  AddSfoView("sfo_mv", /*materialized=*/true);
+  int jobs = 0;
+  for (const std::string view : {"sfo", "sfo_mv"}) {
+    SCOPED_TRACE(view);
+    runtime::JobResult result;
+    ASSERT_NO_FATAL_FAILURE(
+        ReadEverySfoFlightOnce(ViewBuilder(view).selected_fields({"id", "origin"}), &result));
+    EXPECT_EQ(result.metric("bigquery", "queryJobsSubmitted"), 1);
+    EXPECT_EQ(result.metric("bigquery", "readSessionsCreated"), 1);
+    ++jobs;
+    ASSERT_EQ(fake_->jobs().queries().size(), static_cast<std::size_t>(jobs));
+    EXPECT_EQ(fake_->jobs().queries().back(), "SELECT `id`, `origin` FROM `p.d." + view + "`");
+  }
+}
+
+TEST_F(BigQuerySourceIT, MaterializeViewsReadsAnOrdinaryTableDirectlyWithoutAJob) {
+  Insert(300);
+  auto source = ViewBuilder("flights").build();
+  ASSERT_TRUE(source.ok()) << source.status();
+  auto seen = std::make_shared<Seen>();
+  runtime::JobResult result = Run(*source, seen, 1);
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  EXPECT_EQ(seen->counts.size(), 300u);
+  EXPECT_EQ(result.metric("bigquery", "queryJobsSubmitted"), 0);
+  EXPECT_EQ(fake_->jobs().jobs_created(), 0);
+}
+
+// The restored session reads the view's first result: the source names the view while its
+// state's session reads the query's result table, and no second query runs.
+TEST_F(BigQuerySourceIT, ARestoredViewSourceReadsTheFirstResultWithoutASecondQuery) {
+  Insert(3000);
+  AddSfoView("sfo", /*materialized=*/false);
+  ExpectTheRestoreReadsTheFirstResult(ViewBuilder("sfo"));
+}
+
+TEST_F(BigQuerySourceIT, TheBuilderRefusesMaterializeViewsWhereItCannotWork) {
+  auto snapshot = ViewBuilder("sfo").snapshot_time(absl::Now()).build();
+  EXPECT_THAT(snapshot.status().message(), HasSubstr("snapshot_time cannot go with"));
+  auto with_query = QueryBuilder(kSfoQuery).materialize_views().build();
+  EXPECT_THAT(with_query.status().message(), HasSubstr("materialize_views goes with table"));
+  auto no_rest = BigQuerySource<std::int64_t>::builder()
+                     .table(connector::BigQueryTableDestination::of("p", "d", "sfo"))
+                     .materialize_views()
+                     .emulator_endpoint(fake_->grpc_endpoint())
+                     .deserializer(&Deserialize)
+                     .build();
+  EXPECT_THAT(no_rest.status().message(), HasSubstr("emulator_rest_endpoint"));
+  auto no_location = ViewBuilder("sfo").reuse_query_result_within(1h, "j").build();
+  EXPECT_THAT(no_location.status().message(), HasSubstr("needs query_location"));
+  for (const auto* s : {&snapshot, &with_query, &no_rest, &no_location}) {
     EXPECT_EQ(s->status().code(), absl::StatusCode::kInvalidArgument) << s->status();
   }
 }

@@ -175,6 +175,39 @@ TEST(BigQuerySourceSpec, QueryMistakesNameTheirKey) {
   ASSERT_FALSE(on_a_table.ok()) << "query_location is a key of a query source only";
 }
 
+TEST(BigQuerySourceSpec, ATableSourceWithMaterializeViewsTakesTheQueryJobOptions) {
+  auto spec = Parse(File(
+      "  materialize_views: true\n  query_location: EU\n  query_result_dataset: results\n"
+      "  emulator_endpoint: 127.0.0.1:9060\n  emulator_rest_endpoint: http://127.0.0.1:9061\n"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const auto& q = std::get<BigQuerySourceSpec>(spec->source);
+  EXPECT_TRUE(q.materialize_views);
+  EXPECT_EQ(q.table, "delays");
+  EXPECT_EQ(q.query_location, "EU");
+  EXPECT_EQ(q.query_result_dataset, "results");
+  auto source = MakePipelineSource(spec->source);
+  ASSERT_TRUE(source.ok()) << source.status();
+  auto described = DescribePipeline(*spec);
+  ASSERT_TRUE(described.ok());
+  EXPECT_THAT(*described, HasSubstr("bigquery projects/p/datasets/flights/tables/delays (a view is "
+                                    "read through a query job selecting from it)"));
+  struct Case {
+    std::string extra;
+    std::string expect;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"  materialize_views: true\n  snapshot_time: 2026-08-09T10:00:00Z\n",
+            "source.snapshot_time"},
+           {"  materialize_views: true\n  reuse_query_result_within: 1h\n", "needs query_location"},
+           {"  materialize_views: maybe\n", "source.materialize_views"},
+           {"  materialize_views: false\n  query_location: EU\n", "query_location"},
+       }) {
+    auto bad = Parse(File(c.extra));
+    ASSERT_FALSE(bad.ok()) << c.extra;
+    EXPECT_THAT(bad.status().message(), HasSubstr(c.expect)) << c.extra;
+  }
+}
+
 TEST(BigQuerySourceSpec, ARowBecomesOneRecordOfItsColumns) {
   bigquery::BigQueryReadRow row;
   auto schema = std::make_shared<bigquery::TableSchema>();
