@@ -92,7 +92,8 @@ class BigQuerySource final : public Source<T, ReadStreamSplit, BigQueryReadEnumS
     }
     // Table route: when the table turns out to be a view (logical or materialized; one
     // tables.get when the read is planned), read it through a query job selecting from it, with
-    // the selected fields folded into the SELECT when they are plain column names; an ordinary
+    // the selected fields folded into the SELECT when they are plain column names and there
+    // is no row_restriction (which stays on the session and may name other columns); an ordinary
     // table is read directly [off: a view fails at session creation]. The query options below
     // apply to that job (run and billed in parent_project, else the view's project). Needs
     // emulator_rest_endpoint beside emulator_endpoint; refused with snapshot_time.

@@ -181,13 +181,17 @@ absl::Status ReadSessionEnumerator::start() {
           const std::vector<std::string> parts = absl::StrSplit(options.table, '/');
           const TableRef named = TableRef::of(parts[1], parts[3], parts[5]);  // validated
           if (project.empty()) project = named.project;
+          // The row restriction stays on the session, so the result must keep every column it
+          // may name: the fields are folded into the SELECT only when there is none.
+          const std::vector<std::string> folded = options.row_restriction.empty()
+                                                      ? options.selected_fields
+                                                      : std::vector<std::string>();
           if (!resume_job.empty()) {
             // A view's query job was checkpointed while it ran: it is the same SELECT again.
-            GCP_ASSIGN_OR_RETURN(query, MaterializingQuery(named, options.selected_fields));
+            GCP_ASSIGN_OR_RETURN(query, MaterializingQuery(named, folded));
           } else {
-            GCP_ASSIGN_OR_RETURN(
-                std::optional<std::string> view_query,
-                ViewQueryFor(*admin, named, options.selected_fields, closed.get()));
+            GCP_ASSIGN_OR_RETURN(std::optional<std::string> view_query,
+                                 ViewQueryFor(*admin, named, folded, closed.get()));
             if (view_query) query = *std::move(view_query);
           }
         }

@@ -18,7 +18,8 @@ namespace gcpstream::bigquery {
 // fields are folded into the SELECT (a view's SELECT * would be billed for every column) when
 // each is a plain column name (letters, digits, '_', not starting with a digit); otherwise, a
 // nested path say, the query selects * and the read session keeps the projection. A row
-// restriction is never folded: it is not SQL, and stays on the session.
+// restriction is never folded: it is not SQL, and stays on the session, so a caller with one
+// passes no fields (the result must keep the columns the restriction names).
 // INVALID_ARGUMENT when a part of the name holds a backquote, a backslash or a line break (it
 // could not be quoted as one identifier).
 absl::StatusOr<std::string> MaterializingQuery(const TableRef& view,

@@ -534,6 +534,22 @@ TEST_F(BigQuerySourceIT, MaterializeViewsReadsAViewThroughOneQueryWithTheFieldsF
   }
 }
 
+// Found by an attack: a restriction on a column not selected must still find it in the result.
+TEST_F(BigQuerySourceIT, AViewsRowRestrictionMayNameAColumnNotSelected) {
+  Insert(3000);
+  AddSfoView("sfo", /*materialized=*/false);
+  auto source = ViewBuilder("sfo").selected_fields({"id"}).row_restriction("delay = 0").build();
+  ASSERT_TRUE(source.ok()) << source.status();
+  auto seen = std::make_shared<Seen>();
+  runtime::JobResult result = Run(*source, seen, 1);
+  ASSERT_TRUE(result.status.ok()) << result.status;
+  std::size_t want = 0;
+  for (int i = 0; i < 3000; ++i) want += (i % 3 == 0 && i % 7 == 0) ? 1 : 0;
+  EXPECT_EQ(seen->counts.size(), want);
+  for (const auto& [id, c] : seen->counts) EXPECT_EQ(id % 21, 0) << id;
+  EXPECT_EQ(fake_->jobs().queries().back(), "SELECT * FROM `p.d.sfo`");
+}
+
 TEST_F(BigQuerySourceIT, MaterializeViewsReadsAnOrdinaryTableDirectlyWithoutAJob) {
   Insert(300);
   auto source = ViewBuilder("flights").build();
