@@ -35,10 +35,6 @@ std::chrono::milliseconds AppendRetryDelay(const BigQueryWriterOptions& options,
           static_cast<double>(options.retry_initial_delay.count()) * factor)));
 }
 
-std::string Describe(const absl::Status& status) {
-  return absl::StatusCodeToString(status.code()) + ": " + std::string(status.message());
-}
-
 absl::Status MarkedStatus(absl::Status status, const char* payload) {
   status.SetPayload(payload, absl::Cord("1"));
   return status;

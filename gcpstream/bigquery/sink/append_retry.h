@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "gcpstream/bigquery/client/status_text.h"  // Describe
 #include "gcpstream/bigquery/client/stream_appender.h"
 #include "gcpstream/bigquery/sink/bigquery_writer_options.h"
 
@@ -19,9 +20,6 @@ bool RetriableAppend(const AppendOutcome& outcome);
 // The transient codes of that class, for the unary calls (CreateWriteStream, FlushRows).
 bool TransientCode(absl::StatusCode code);
 std::chrono::milliseconds AppendRetryDelay(const BigQueryWriterOptions& options, int attempt);
-
-// "CODE: message", without the payloads (absl::Status::ToString prints their bytes): for logs.
-std::string Describe(const absl::Status& status);
 
 // `status` with `payload` set (the classification marks of default_stream_client.h).
 absl::Status MarkedStatus(absl::Status status, const char* payload);

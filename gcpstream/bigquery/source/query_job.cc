@@ -11,6 +11,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "gcpstream/bigquery/client/status_text.h"
 #include "gcpstream/connector/recovery_backoff.h"
 #include "gcpstream/util/sha256.h"
 
@@ -35,10 +36,6 @@ const json* Member(const json& j, const char* key) {
 std::string Str(const json* j, const char* key) {
   const json* v = j == nullptr ? nullptr : Member(*j, key);
   return v != nullptr && v->is_string() ? v->get<std::string>() : "";
-}
-
-std::string Describe(const absl::Status& s) {
-  return absl::StatusCodeToString(s.code()) + ": " + std::string(s.message());
 }
 
 // The code a job's errorResult reason stands for (the documented HTTP status of each v2 error

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_join.h"
+#include "gcpstream/bigquery/client/status_text.h"
 #include "gcpstream/bigquery/source/query_job.h"
 #include "gcpstream/connector/recovery_backoff.h"
 
@@ -12,10 +13,6 @@ namespace gcpstream::bigquery {
 namespace {
 
 constexpr char kWho[] = "BigQuerySource";
-
-std::string Describe(const absl::Status& s) {
-  return absl::StatusCodeToString(s.code()) + ": " + std::string(s.message());
-}
 
 }  // namespace
 
