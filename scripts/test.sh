@@ -5,7 +5,8 @@
 #
 #   scripts/test.sh [--sanitize|--no-sanitize] [-L label] [-R regex]
 #
-# Environment: BUILD_DIR (default build), JOBS (default: number of cores).
+# Environment: BUILD_DIR (default build), JOBS (default: number of cores), DEBUG_INFO (full or
+# lines; default lines when CI=true, else full: see GCPSTREAM_DEBUG_INFO in CMakeLists.txt).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,7 +14,11 @@ cd "$root"
 build_dir="${BUILD_DIR:-build}"
 jobs="${JOBS:-$(nproc)}"
 sanitize=0
-[ "${CI:-}" = "true" ] && sanitize=1
+debug_info="${DEBUG_INFO:-full}"
+if [ "${CI:-}" = "true" ]; then
+  sanitize=1
+  debug_info="${DEBUG_INFO:-lines}"
+fi
 ctest_filters=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -38,8 +43,19 @@ trap cleanup EXIT
 log "setup"
 scripts/setup.sh
 
-log "configure ($build_dir, sanitizers $([ "$sanitize" = 1 ] && echo on || echo off))"
+# A build that runs out of disk fails deep inside the linker or `ar`; say so up front instead.
+# Measured sizes of a fresh build: about 4 GB with debug info `lines` and sanitizers, about
+# 11 GB with `full`.
+need_gb=$([ "$debug_info" = lines ] && echo 5 || echo 12)
+free_kb=$(df -Pk "$(dirname "$(realpath -m "$build_dir")")" | awk 'NR==2 {print $4}')
+if [ -n "$free_kb" ] && [ "$free_kb" -lt $((need_gb * 1024 * 1024)) ]; then
+  log "warning: $((free_kb / 1024)) MB free where $build_dir is built; a fresh build needs about" \
+    "$need_gb GB (DEBUG_INFO=lines needs less)"
+fi
+
+log "configure ($build_dir, sanitizers $([ "$sanitize" = 1 ] && echo on || echo off), debug info $debug_info)"
 cmake -S . -B "$build_dir" -DGCPSTREAM_SANITIZE="$([ "$sanitize" = 1 ] && echo ON || echo OFF)" \
+  -DGCPSTREAM_DEBUG_INFO="$debug_info" \
   >"$build_dir.configure.log" 2>&1 || { cat "$build_dir.configure.log"; exit 1; }
 log "build (-j$jobs)"
 cmake --build "$build_dir" -j "$jobs"

@@ -39,6 +39,19 @@ void ParseQueryJobKeys(YamlMap& m, BigQuerySourceSpec& spec) {
   }
 }
 
+// A table read without materialize_views runs no job: its keys are refused by name, rather than
+// reported as unknown.
+void RefuseQueryJobKeys(YamlMap& m) {
+  for (const char* key : {"query_location", "query_result_dataset", "reuse_query_result_within",
+                          "emulator_rest_endpoint"}) {
+    if (!m.has(key)) continue;
+    m.node(key);  // known here, so not also reported as unknown
+    m.check(key, absl::InvalidArgumentError(
+                     "configures the query job of a `query:` source or of a view read with "
+                     "`materialize_views: true`; a table is read directly, without a job"));
+  }
+}
+
 }  // namespace
 
 BigQuerySourceSpec ParseBigQuerySource(YamlMap& m) {
@@ -51,7 +64,11 @@ BigQuerySourceSpec ParseBigQuerySource(YamlMap& m) {
     spec.table = m.required_string("table");
     if (!spec.table.empty()) m.check("table", bigquery::ValidateTableId(spec.table));
     spec.materialize_views = m.boolean("materialize_views", false);
-    if (spec.materialize_views) ParseQueryJobKeys(m, spec);
+    if (spec.materialize_views) {
+      ParseQueryJobKeys(m, spec);
+    } else {
+      RefuseQueryJobKeys(m);
+    }
   }
   if (spec.query.empty()) {
     spec.parent_project = m.optional_string("parent_project");

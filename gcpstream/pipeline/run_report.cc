@@ -111,7 +111,11 @@ std::string FormatSummary(const runtime::JobResult& result, const RunObservation
   // Service errors per gRPC code, as the sink counted them: repaired ones (a topic or table
   // created after NOT_FOUND) included; records lost to the failure handler are "failed" above.
   if (s.error_classes.empty()) {
-    out += "  errors     none\n";
+    // "none" would read as "nothing went wrong" beside a failed job whose failure the sink never
+    // counted (a source, the runtime, a sink failing before its first request).
+    out += result.status.ok() ? "  errors     none\n"
+                              : "  errors     none counted by the sink (the failure is on the "
+                                "first line)\n";
   } else {
     out += "  errors    ";
     for (const auto& [code, n] : s.error_classes) out += fmt::format(" {} {}", code, Count(n));

@@ -79,9 +79,10 @@ absl::StatusOr<std::vector<ReadStreamSplit>> CreateReadSession(BigQueryReadStub&
     if (session.status().code() == absl::StatusCode::kInvalidArgument &&
         absl::StrContains(session.status().message(), "non-table entities")) {
       hint =
-          " (the Storage Read API reads table storage, and a view has none: read the view "
-          "through query(\"SELECT ... FROM `project.dataset.view`\") instead of table(...), or "
-          "set materialize_views)";
+          " (the Storage Read API reads table storage, and a view has none: read it through "
+          "a query job instead, with materialize_views (YAML `materialize_views: true`), or "
+          "with query(\"SELECT ... FROM `project.dataset.view`\") (YAML `query:`) in place of "
+          "the table)";
     }
     return absl::Status(session.status().code(),
                         absl::StrCat("BigQuerySource: creating the read session for ",

@@ -326,8 +326,10 @@ TEST(ReadSessionEnumeratorTest, AnEmptyTableFinishesEveryReaderAndAViewRefusalSa
   ASSERT_TRUE(view.start().ok());
   EXPECT_EQ(failing.failure.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(failing.failure.message(), HasSubstr("a view has none"));
-  EXPECT_THAT(failing.failure.message(), HasSubstr("through query("))
+  EXPECT_THAT(failing.failure.message(), HasSubstr("query(\"SELECT"))
       << "the refusal names the way round it";
+  EXPECT_THAT(failing.failure.message(), HasSubstr("YAML `materialize_views: true`"))
+      << "and its spelling for a pipeline file";
 }
 
 // --- Stream reader -------------------------------------------------------------------------

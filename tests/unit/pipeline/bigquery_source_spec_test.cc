@@ -12,6 +12,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string File(const std::string& source_extra) {
   return R"(name: t
@@ -171,8 +172,15 @@ TEST(BigQuerySourceSpec, QueryMistakesNameTheirKey) {
     ASSERT_FALSE(spec.ok()) << c.extra;
     EXPECT_THAT(spec.status().message(), HasSubstr(c.expect)) << c.extra;
   }
-  auto on_a_table = Parse(File("  query_location: EU\n"));
-  ASSERT_FALSE(on_a_table.ok()) << "query_location is a key of a query source only";
+  for (const char* key : {"  query_location: EU\n", "  query_result_dataset: results\n",
+                          "  reuse_query_result_within: 1h\n",
+                          "  emulator_endpoint: 127.0.0.1:9\n  emulator_rest_endpoint: "
+                          "http://127.0.0.1:9\n"}) {
+    auto on_a_table = Parse(File(key));
+    ASSERT_FALSE(on_a_table.ok()) << "a key of the query job only: " << key;
+    EXPECT_THAT(on_a_table.status().message(), HasSubstr("materialize_views: true")) << key;
+    EXPECT_THAT(on_a_table.status().message(), Not(HasSubstr("unknown key"))) << key;
+  }
 }
 
 TEST(BigQuerySourceSpec, ATableSourceWithMaterializeViewsTakesTheQueryJobOptions) {

@@ -70,5 +70,21 @@ TEST(RunReportTest, ThroughputOfARunStoppedWhenIdleLeavesTheIdleTimeOut) {
   EXPECT_THAT(FormatSummary(result, {}), HasSubstr("throughput 33/s in, 33/s out"));
 }
 
+// "errors none" under a failed job read as "nothing went wrong": a failure the sink never counted
+// (from the source, or before the sink's first request) must not be summarised that way.
+TEST(RunReportTest, AFailedJobWithoutCountedServiceErrorsDoesNotReportNone) {
+  runtime::JobResult result;
+  result.job_name = "p";
+  result.metrics = {Sample(kSourceNode, "numRecordsOut", 3)};
+  EXPECT_THAT(FormatSummary(result, {}), HasSubstr("  errors     none\n"));
+  result.status = absl::UnavailableError("ReadRows failed");
+  const std::string failed = FormatSummary(result, {});
+  EXPECT_THAT(failed, HasSubstr("errors     none counted by the sink (the failure is on the "
+                                "first line)"));
+  EXPECT_THAT(failed, HasSubstr("ReadRows failed"));
+  result.metrics.push_back(Sample(kSinkNode, "errorClass.UNAVAILABLE.errors", 2));
+  EXPECT_THAT(FormatSummary(result, {}), HasSubstr("errors     UNAVAILABLE 2 (service errors"));
+}
+
 }  // namespace
 }  // namespace gcpstream::pipeline
