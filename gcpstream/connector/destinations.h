@@ -5,6 +5,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/hash/hash.h"
 #include "gcpstream/api/sink.h"
@@ -91,6 +93,22 @@ struct BigQueryTableDestination {
   }
   std::string resource_name() const {
     return "projects/" + project + "/datasets/" + dataset + "/tables/" + table;
+  }
+  // The inverse of resource_name(): "projects/P/datasets/D/tables/T" split; nothing for any
+  // other shape (a missing or empty part, an extra segment). The parts are not validated as ids.
+  static std::optional<BigQueryTableDestination> parse(std::string_view name) {
+    std::vector<std::string_view> parts;
+    std::size_t at = 0;
+    for (std::size_t slash; (slash = name.find('/', at)) != std::string_view::npos;
+         at = slash + 1) {
+      parts.push_back(name.substr(at, slash - at));
+    }
+    parts.push_back(name.substr(at));
+    if (parts.size() != 6 || parts[0] != "projects" || parts[2] != "datasets" ||
+        parts[4] != "tables" || parts[1].empty() || parts[3].empty() || parts[5].empty()) {
+      return std::nullopt;
+    }
+    return of(std::string(parts[1]), std::string(parts[3]), std::string(parts[5]));
   }
   friend bool operator==(const BigQueryTableDestination&,
                          const BigQueryTableDestination&) = default;

@@ -14,7 +14,7 @@ namespace gcpstream::bigquery {
 namespace {
 
 // A planned load's table (PlanLoads refused every other shape).
-TableRef RefOf(const std::string& path) { return StagedTableOf(path).value_or(TableRef()); }
+TableRef RefOf(const std::string& path) { return TableRef::parse(path).value_or(TableRef()); }
 
 bool Retriable(const absl::Status& s) {
   return TransientCode(s.code()) && ErrorReasonOf(s) != "quotaExceeded";

@@ -24,7 +24,7 @@ bool IsGcsUri(const std::string& uri) { return gcs::ParseGcsUri(uri).ok(); }
 
 // Why `f` cannot be a committable; OK when it can.
 std::string Flaw(const StagedFiles& f) {
-  if (!StagedTableOf(f.table)) {
+  if (!connector::BigQueryTableDestination::parse(f.table)) {
     return fmt::format("table '{}' is not projects/P/datasets/D/tables/T", f.table.substr(0, 200));
   }
   if (f.format.empty()) return "no source format";
@@ -43,21 +43,6 @@ std::int64_t LoadOrder(std::int64_t checkpoint_id) {
 }
 
 }  // namespace
-
-std::optional<connector::BigQueryTableDestination> StagedTableOf(std::string_view name) {
-  std::vector<std::string_view> parts;
-  std::size_t at = 0;
-  for (std::size_t slash; (slash = name.find('/', at)) != std::string_view::npos; at = slash + 1) {
-    parts.push_back(name.substr(at, slash - at));
-  }
-  parts.push_back(name.substr(at));
-  if (parts.size() != 6 || parts[0] != "projects" || parts[2] != "datasets" ||
-      parts[4] != "tables" || parts[1].empty() || parts[3].empty() || parts[5].empty()) {
-    return std::nullopt;
-  }
-  return connector::BigQueryTableDestination::of(std::string(parts[1]), std::string(parts[3]),
-                                                 std::string(parts[5]));
-}
 
 absl::StatusOr<std::string> StagedFilesSerializer::serialize(const StagedFiles& f) const {
   // Refused here, where the writer can say so, rather than at a restore that cannot.

@@ -33,10 +33,6 @@ struct StagedFiles {
   friend bool operator==(const StagedFiles&, const StagedFiles&) = default;
 };
 
-// A committable's table, "projects/P/datasets/D/tables/T", split; nothing for any other shape
-// (a missing or empty part, an extra segment).
-std::optional<connector::BigQueryTableDestination> StagedTableOf(std::string_view name);
-
 // Version 1: table, format, uris, rows, bytes, checkpoint id. serialize() refuses (INTERNAL) a
 // committable a restore could not take back: a table that is not projects/P/datasets/D/tables/T,
 // no format, no file, a URI that is not a gs:// object, negative counts, a checkpoint below -1.

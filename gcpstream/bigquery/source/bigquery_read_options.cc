@@ -6,17 +6,15 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "gcpstream/api/status_macros.h"
+#include "gcpstream/connector/destinations.h"
 
 namespace gcpstream::bigquery {
 
 absl::Status BigQueryReadOptions::validate() const {
   constexpr char kWho[] = "BigQuerySource: ";
   if (query.empty()) {
-    std::vector<std::string> parts = absl::StrSplit(table, '/');
-    if (parts.size() != 6 || parts[0] != "projects" || parts[2] != "datasets" ||
-        parts[4] != "tables" || parts[1].empty() || parts[3].empty() || parts[5].empty()) {
+    if (!connector::BigQueryTableDestination::parse(table)) {
       return absl::InvalidArgumentError(
           absl::StrCat(kWho, "table must be projects/P/datasets/D/tables/T, got '", table, "'"));
     }

@@ -52,6 +52,13 @@ struct QueryJobOutcome {
 // "_r<n>".
 std::string ReusableQueryJobId(const QueryJobSpec& spec, std::int64_t bucket);
 
+// Whether a failed REST call about a job or table is worth repeating: UNAVAILABLE,
+// DEADLINE_EXCEEDED, INTERNAL, and RESOURCE_EXHAUSTED other than reason quotaExceeded (a rate
+// limit passes; a quota lasts the day).
+bool TransientRestFailure(const absl::Status& s);
+// Sleeps `d` in slices of at most 100 ms; false as soon as `cancelled` (may be null) is set.
+bool SleepUnlessCancelled(std::chrono::milliseconds d, const std::atomic<bool>* cancelled);
+
 // Runs the query and waits for it, returning where its result is. Blocking; `cancelled` (may be
 // null) is checked at least every 100 ms of every wait and stops it with CANCELLED (BigQuery
 // still runs the query; an HTTP call already made runs to its 30 s timeout first).
@@ -80,13 +87,6 @@ std::string ReusableQueryJobId(const QueryJobSpec& spec, std::int64_t bucket);
 // (invalidQuery INVALID_ARGUMENT, notFound NOT_FOUND, accessDenied PERMISSION_DENIED, ...),
 // naming the job id and the reason. A malformed answer is INTERNAL. `now` is the clock windows
 // are measured on (absl::Now by default).
-// Whether a failed REST call about a job or table is worth repeating: UNAVAILABLE,
-// DEADLINE_EXCEEDED, INTERNAL, and RESOURCE_EXHAUSTED other than reason quotaExceeded (a rate
-// limit passes; a quota lasts the day).
-bool TransientRestFailure(const absl::Status& s);
-// Sleeps `d` in slices of at most 100 ms; false as soon as `cancelled` (may be null) is set.
-bool SleepUnlessCancelled(std::chrono::milliseconds d, const std::atomic<bool>* cancelled);
-
 using QueryJobSubmitted =
     std::function<void(const std::string& job_id, const std::string& location)>;
 absl::StatusOr<QueryJobOutcome> RunQueryJob(const TableAdmin& admin, const QueryJobSpec& spec,

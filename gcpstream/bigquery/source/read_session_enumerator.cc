@@ -2,13 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
-#include <thread>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "gcpstream/api/status_macros.h"
+#include "gcpstream/bigquery/client/status_text.h"
+#include "gcpstream/bigquery/source/query_job.h"
 #include "gcpstream/bigquery/source/view_materialization.h"
 #include "google/protobuf/util/time_util.h"
 
@@ -66,13 +66,12 @@ absl::StatusOr<std::vector<ReadStreamSplit>> CreateReadSession(BigQueryReadStub&
     const bool transient = session.status().code() == absl::StatusCode::kUnavailable ||
                            session.status().code() == absl::StatusCode::kDeadlineExceeded;
     if (session.ok() || !transient || attempt >= 5) break;
-    if (cancelled != nullptr && cancelled->load()) {
+    spdlog::warn("BigQuerySource: CreateReadSession for {} failed ({}); trying again",
+                 options.table, Describe(session.status()));
+    if (!SleepUnlessCancelled(std::chrono::milliseconds(200) * attempt, cancelled)) {
       return absl::CancelledError(absl::StrCat("BigQuerySource: creating the read session for ",
                                                options.table, " stopped: the job is stopping"));
     }
-    spdlog::warn("BigQuerySource: CreateReadSession for {} failed ({}); trying again",
-                 options.table, session.status().ToString());
-    std::this_thread::sleep_for(std::chrono::milliseconds(200) * attempt);
   }
   if (!session.ok()) {
     std::string hint;
@@ -179,8 +178,7 @@ absl::Status ReadSessionEnumerator::start() {
         std::string query = options.query;
         std::string project = options.parent_project;
         if (options.materialize_views) {
-          const std::vector<std::string> parts = absl::StrSplit(options.table, '/');
-          const TableRef named = TableRef::of(parts[1], parts[3], parts[5]);  // validated
+          const TableRef named = *TableRef::parse(options.table);  // validated by the builder
           if (project.empty()) project = named.project;
           // The row restriction stays on the session, so the result must keep every column it
           // may name: the fields are folded into the SELECT only when there is none.

@@ -88,8 +88,8 @@ TEST(PlanLoadsTest, EachCommittableIsOneLoadInCheckpointOrderAndARedeliveryCount
   EXPECT_EQ(ids.size(), 5u);
 }
 
-TEST(StagedTableOfTest, OnlyTheFullTableNameSplits) {
-  auto t = StagedTableOf("projects/p/datasets/d/tables/t");
+TEST(TableResourceNameTest, OnlyTheFullTableNameSplits) {
+  auto t = connector::BigQueryTableDestination::parse("projects/p/datasets/d/tables/t");
   ASSERT_TRUE(t.has_value());
   EXPECT_EQ(t->project, "p");
   EXPECT_EQ(t->dataset, "d");
@@ -97,7 +97,7 @@ TEST(StagedTableOfTest, OnlyTheFullTableNameSplits) {
   for (const char* bad : {"projects/p/tables/t/datasets/d", "projects//datasets/d/tables/t",
                           "projects/p/datasets/d/tables/", "projects/p/datasets/d/tables/t/x",
                           "p/datasets/d/tables/t", ""}) {
-    EXPECT_FALSE(StagedTableOf(bad).has_value()) << bad;
+    EXPECT_FALSE(connector::BigQueryTableDestination::parse(bad).has_value()) << bad;
     EXPECT_EQ(PlanLoads({Files({"gs://bkt/a"}, 1, bad)}).status().code(),
               absl::StatusCode::kInvalidArgument)
         << "a committable whose table the committer could not address is refused: " << bad;

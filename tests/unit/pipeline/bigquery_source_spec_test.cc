@@ -34,6 +34,22 @@ absl::StatusOr<PipelineSpec> Parse(const std::string& text) {
                            [](const std::string&) -> std::optional<std::string> { return ""; });
 }
 
+// A mistake in the source section: what it adds, and what the refusal must say.
+struct Mistake {
+  std::string extra;
+  std::string expect;
+};
+
+// Each `make(extra)` file is refused with a message that holds `expect`.
+void ExpectEachRefused(const std::vector<Mistake>& mistakes,
+                       std::string (*make)(const std::string&)) {
+  for (const auto& c : mistakes) {
+    auto spec = Parse(make(c.extra));
+    ASSERT_FALSE(spec.ok()) << c.extra;
+    EXPECT_THAT(spec.status().message(), HasSubstr(c.expect)) << c.extra;
+  }
+}
+
 TEST(BigQuerySourceSpec, OptionsAreReadWithTheirDefaults) {
   auto spec =
       Parse(File("  selected_fields: [seq, origin]\n  row_restriction: \"delay > 10\"\n"
@@ -69,24 +85,18 @@ TEST(BigQuerySourceSpec, OptionsAreReadWithTheirDefaults) {
 }
 
 TEST(BigQuerySourceSpec, MistakesNameTheirKey) {
-  struct Case {
-    std::string extra;
-    std::string expect;
-  };
-  for (const auto& c : std::vector<Case>{
-           {"  snapshot_time: yesterday\n", "snapshot_time"},
-           {"  max_stream_count: 2\n  preferred_min_stream_count: 3\n",
-            "preferred_min_stream_count"},
-           {"  selected_fields: [a, A]\n", "selected_fields"},
-           {"  max_records_per_fetch: 0\n", "max_records_per_fetch"},
-           {"  retry_max_attempts: 0\n", "retry_max_attempts"},
-           {"  max_stream_count: -1\n", "max_stream_count"},
-           {"  columns: [a]\n", "columns"},
-       }) {
-    auto spec = Parse(File(c.extra));
-    ASSERT_FALSE(spec.ok()) << c.extra;
-    EXPECT_THAT(spec.status().message(), HasSubstr(c.expect)) << c.extra;
-  }
+  ExpectEachRefused(
+      {
+          {"  snapshot_time: yesterday\n", "snapshot_time"},
+          {"  max_stream_count: 2\n  preferred_min_stream_count: 3\n",
+           "preferred_min_stream_count"},
+          {"  selected_fields: [a, A]\n", "selected_fields"},
+          {"  max_records_per_fetch: 0\n", "max_records_per_fetch"},
+          {"  retry_max_attempts: 0\n", "retry_max_attempts"},
+          {"  max_stream_count: -1\n", "max_stream_count"},
+          {"  columns: [a]\n", "columns"},
+      },
+      File);
   // An id the builder would refuse is reported at its key, whatever else the file sets.
   for (const char* bad : {"table: 'a/b'", "table: 'tables/x'"}) {
     auto refused = Parse(std::string("name: t\nsource: {type: bigquery, project: p, dataset: d, ") +
@@ -148,30 +158,23 @@ TEST(BigQuerySourceSpec, AQuerySourceTakesTheJobOptionsAndThePipelineName) {
 }
 
 TEST(BigQuerySourceSpec, QueryMistakesNameTheirKey) {
-  struct Case {
-    std::string extra;
-    std::string expect;
-  };
-  for (const auto& c : std::vector<Case>{
-           {"  dataset: d\n", "drop `dataset` and `table`"},
-           {"  snapshot_time: 2026-08-09T10:00:00Z\n", "source.snapshot_time"},
-           {"  snapshot_time: 2026-08-09T10:00:00Z\n", "FOR SYSTEM_TIME AS OF"},
-           {"  reuse_query_result_within: 1h\n", "source.reuse_query_result_within"},
-           {"  reuse_query_result_within: 1h\n", "needs query_location"},
-           {"  query_location: EU\n  reuse_query_result_within: 25h\n",
-            "reuse_query_result_within"},
-           {"  query_result_dataset: a.b\n", "source.query_result_dataset"},
-           {"  query_location: \"US EAST\"\n", "source.query_location"},
-           {"  emulator_rest_endpoint: localhost\n", "emulator_rest_endpoint"},
-           {"  emulator_rest_endpoint: http://127.0.0.1:9\n", "goes with emulator_endpoint"},
-           {"  emulator_endpoint: 127.0.0.1:9\n  emulator_rest_endpoint: http://127.0.0.1:0\n",
-            "port 0 is not 1..65535"},
-           {"  parent_project: billing\n", "drop `parent_project`"},
-       }) {
-    auto spec = Parse(QueryFile(c.extra));
-    ASSERT_FALSE(spec.ok()) << c.extra;
-    EXPECT_THAT(spec.status().message(), HasSubstr(c.expect)) << c.extra;
-  }
+  ExpectEachRefused(
+      {
+          {"  dataset: d\n", "drop `dataset` and `table`"},
+          {"  snapshot_time: 2026-08-09T10:00:00Z\n", "source.snapshot_time"},
+          {"  snapshot_time: 2026-08-09T10:00:00Z\n", "FOR SYSTEM_TIME AS OF"},
+          {"  reuse_query_result_within: 1h\n", "source.reuse_query_result_within"},
+          {"  reuse_query_result_within: 1h\n", "needs query_location"},
+          {"  query_location: EU\n  reuse_query_result_within: 25h\n", "reuse_query_result_within"},
+          {"  query_result_dataset: a.b\n", "source.query_result_dataset"},
+          {"  query_location: \"US EAST\"\n", "source.query_location"},
+          {"  emulator_rest_endpoint: localhost\n", "emulator_rest_endpoint"},
+          {"  emulator_rest_endpoint: http://127.0.0.1:9\n", "goes with emulator_endpoint"},
+          {"  emulator_endpoint: 127.0.0.1:9\n  emulator_rest_endpoint: http://127.0.0.1:0\n",
+           "port 0 is not 1..65535"},
+          {"  parent_project: billing\n", "drop `parent_project`"},
+      },
+      QueryFile);
   for (const char* key : {"  query_location: EU\n", "  query_result_dataset: results\n",
                           "  reuse_query_result_within: 1h\n",
                           "  emulator_endpoint: 127.0.0.1:9\n  emulator_rest_endpoint: "
@@ -199,21 +202,15 @@ TEST(BigQuerySourceSpec, ATableSourceWithMaterializeViewsTakesTheQueryJobOptions
   ASSERT_TRUE(described.ok());
   EXPECT_THAT(*described, HasSubstr("bigquery projects/p/datasets/flights/tables/delays (a view is "
                                     "read through a query job selecting from it)"));
-  struct Case {
-    std::string extra;
-    std::string expect;
-  };
-  for (const auto& c : std::vector<Case>{
-           {"  materialize_views: true\n  snapshot_time: 2026-08-09T10:00:00Z\n",
-            "source.snapshot_time"},
-           {"  materialize_views: true\n  reuse_query_result_within: 1h\n", "needs query_location"},
-           {"  materialize_views: maybe\n", "source.materialize_views"},
-           {"  materialize_views: false\n  query_location: EU\n", "query_location"},
-       }) {
-    auto bad = Parse(File(c.extra));
-    ASSERT_FALSE(bad.ok()) << c.extra;
-    EXPECT_THAT(bad.status().message(), HasSubstr(c.expect)) << c.extra;
-  }
+  ExpectEachRefused(
+      {
+          {"  materialize_views: true\n  snapshot_time: 2026-08-09T10:00:00Z\n",
+           "source.snapshot_time"},
+          {"  materialize_views: true\n  reuse_query_result_within: 1h\n", "needs query_location"},
+          {"  materialize_views: maybe\n", "source.materialize_views"},
+          {"  materialize_views: false\n  query_location: EU\n", "query_location"},
+      },
+      File);
 }
 
 TEST(BigQuerySourceSpec, ARowBecomesOneRecordOfItsColumns) {
